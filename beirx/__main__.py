@@ -1,0 +1,5 @@
+import sys
+
+from beirx.cli import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""Atomic file writes: write a temp file in the target's folder, fsync, then ``os.replace``.
+
+A reader (or a crash) therefore sees either the old complete file or the new complete one, never a
+truncated mix; this is what lets a killed run be restarted without losing anything already written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path | str, gzip_: bool = False, binary: bool = False) -> Iterator[IO]:
+    """Yield a file handle whose content replaces ``path`` only if the block completes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if gzip_:
+                # mtime=0 keeps gzip output byte-identical across runs.
+                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+                    yield gz if binary else io.TextIOWrapper(gz, encoding="utf-8", newline="\n", write_through=True)
+            elif binary:
+                yield raw
+            else:
+                text = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+                yield text
+                text.flush()
+                text.detach()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: Path | str, obj: Any) -> None:
+    """Write pretty JSON atomically (UTF-8, keys in insertion order, trailing newline)."""
+    with atomic_writer(path) as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=2)
+        fh.write("\n")

@@ -1,0 +1,80 @@
+"""The ``beirx`` command: one entry point, one module per subcommand.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Only the module of the
+subcommand being run is imported, so ``beirx --help`` never loads torch, transformers or datasets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from beirx import __version__
+from beirx.errors import BeirxError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "datasets": ("beirx.data.commands", "list the dataset catalogue and what is cached; download datasets"),
+    "validate": ("beirx.data.validate_command", "check a BEIR folder (and that a translation kept IDs and qrels)"),
+    "translate": ("beirx.translate.command", "machine-translate a BEIR dataset, keeping IDs and qrels"),
+    "quality": ("beirx.translate.quality_command", "score a translated dataset's translation quality"),
+    "eval": ("beirx.evaluate.command", "evaluate retrievers and rerankers on a dataset and language"),
+    "publish": ("beirx.publish.command", "export/push datasets and results to the Hugging Face Hub"),
+    "mteb": ("beirx.publish.mteb_command", "register a dataset as an MTEB task; MTEB-format results"),
+}
+
+
+def _command_name(argv: list[str]) -> str | None:
+    return next((a for a in argv if a in COMMANDS), None)
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="beirx", description="Translated IR benchmarks and multilingual retrieval evaluation.")
+    parser.add_argument("--version", action="version", version=f"beirx {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
+    # The same flags after the subcommand (``beirx eval -v``); SUPPRESS keeps ``beirx -v eval`` working.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = _command_name(argv)
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+        if name == chosen:
+            mod = importlib.import_module(module)
+            mod.add_arguments(cmd)
+            cmd.set_defaults(handler=mod.run)
+    return parser
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        datefmt="%H:%M:%S")
+    if verbose < 2:  # third-party chatter stays out of the way unless debugging
+        for noisy in ("bm25s", "urllib3", "httpx", "filelock", "datasets", "huggingface_hub", "sentence_transformers"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    configure_logging(args.verbose, args.quiet)
+    try:
+        return int(args.handler(args) or 0)
+    except BeirxError as exc:
+        print(f"beirx {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"beirx {args.command}: interrupted; completed work is kept and a rerun resumes", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

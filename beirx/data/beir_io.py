@@ -1,0 +1,196 @@
+"""Read and write BEIR folders: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` (``.jsonl.gz`` too).
+
+Readers stream, so a corpus larger than memory can be walked with :func:`iter_corpus`. Every malformed
+line raises :class:`~beirx.errors.DataError` naming the file and the 1-based line, or, when an ``errors``
+list is passed (validation), is recorded there and skipped so that one pass reports every problem.
+Writers are atomic: they write a temp file beside the target and rename it, so a crash never leaves a
+half-written file where a complete one was.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from beirx.atomic import atomic_writer
+from beirx.data.records import Doc, Qrels, Query
+from beirx.errors import DataError
+
+log = logging.getLogger(__name__)
+
+QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+def find_file(root: Path, stem: str) -> Path | None:
+    """``root/stem.jsonl`` or ``root/stem.jsonl.gz``, whichever exists."""
+    for name in (f"{stem}.jsonl", f"{stem}.jsonl.gz"):
+        if (root / name).is_file():
+            return root / name
+    return None
+
+
+def open_text(path: Path, mode: str = "r") -> IO[str]:
+    """Open plain or gzip text as UTF-8 (BEIR files are UTF-8; a BOM is tolerated)."""
+    if str(path).endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, mode + "b"), encoding="utf-8-sig" if "r" in mode else "utf-8")
+    return open(path, mode, encoding="utf-8-sig" if "r" in mode else "utf-8", newline="")
+
+
+def _fail(errors: list[DataError] | None, err: DataError) -> None:
+    if errors is None:
+        raise err
+    errors.append(err)
+
+
+def _iter_json_records(path: Path, errors: list[DataError] | None, require_text: bool = True) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs."""
+    seen: set[str] = set()
+    any_line = False
+    with open_text(path) as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            any_line = True
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                _fail(errors, DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line_no))
+                continue
+            if not isinstance(obj, dict):
+                _fail(errors, DataError(path, "expected a JSON object", line_no))
+                continue
+            raw_id = obj.get("_id")
+            if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+                _fail(errors, DataError(path, "missing '_id'", line_no))
+                continue
+            if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+                _fail(errors, DataError(path, f"'_id' must be a string, got {type(raw_id).__name__}", line_no))
+                continue
+            if require_text and not isinstance(obj.get("text"), str):
+                what = "missing 'text'" if "text" not in obj else f"'text' must be a string, got {type(obj['text']).__name__}"
+                _fail(errors, DataError(path, what, line_no))
+                continue
+            title = obj.get("title", "")
+            if title is not None and not isinstance(title, str):
+                _fail(errors, DataError(path, f"'title' must be a string, got {type(title).__name__}", line_no))
+                continue
+            doc_id = str(raw_id)
+            if doc_id in seen:
+                _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
+                continue
+            seen.add(doc_id)
+            obj["_id"] = doc_id
+            yield line_no, obj
+    if not any_line:
+        _fail(errors, DataError(path, "file is empty"))
+
+
+def iter_corpus(path: Path, errors: list[DataError] | None = None) -> Iterator[Doc]:
+    """Stream the documents of a ``corpus.jsonl[.gz]`` file."""
+    for _, obj in _iter_json_records(Path(path), errors):
+        yield Doc(id=obj["_id"], text=obj["text"], title=obj.get("title") or "", metadata=obj.get("metadata") or {})
+
+
+def iter_queries(path: Path, errors: list[DataError] | None = None) -> Iterator[Query]:
+    """Stream the queries of a ``queries.jsonl[.gz]`` file."""
+    for _, obj in _iter_json_records(Path(path), errors):
+        yield Query(id=obj["_id"], text=obj["text"], metadata=obj.get("metadata") or {})
+
+
+def read_qrels(path: Path, errors: list[DataError] | None = None) -> Qrels:
+    """Read a BEIR qrels TSV (``query-id  corpus-id  score`` with a header line) into pytrec_eval's dict.
+
+    A first line whose score column is not an integer is taken as the header. Conflicting duplicate rows
+    are errors; identical duplicates are logged and kept once.
+    """
+    path = Path(path)
+    qrels: Qrels = {}
+    rows = 0
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        for line_no, line in enumerate(fh, 1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            cols = line.split("\t")
+            if line_no == 1 and len(cols) == 3 and not _is_int(cols[2]):
+                continue  # header
+            if len(cols) != 3:
+                _fail(errors, DataError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cols)}", line_no))
+                continue
+            qid, did, score = (c.strip() for c in cols)
+            if not qid or not did:
+                _fail(errors, DataError(path, "empty query-id or corpus-id", line_no))
+                continue
+            if not _is_int(score):
+                _fail(errors, DataError(path, f"score must be an integer, got {score!r}", line_no))
+                continue
+            rel = int(score)
+            prev = qrels.setdefault(qid, {}).get(did)
+            if prev is not None and prev != rel:
+                _fail(errors, DataError(path, f"conflicting duplicate judgement for ({qid}, {did}): {prev} and {rel}", line_no))
+                continue
+            if prev is not None:
+                log.warning("%s:%d: duplicate judgement for (%s, %s) kept once", path, line_no, qid, did)
+            qrels[qid][did] = rel
+            rows += 1
+    if rows == 0:
+        _fail(errors, DataError(path, "qrels file has no judgements"))
+    return qrels
+
+
+def _is_int(value: str) -> bool:
+    try:
+        int(value.strip())
+        return True
+    except ValueError:
+        return False
+
+
+def doc_to_json(doc: Doc) -> dict:
+    obj = {"_id": doc.id, "title": doc.title, "text": doc.text}
+    if doc.metadata:
+        obj["metadata"] = doc.metadata
+    return obj
+
+
+def query_to_json(query: Query) -> dict:
+    obj = {"_id": query.id, "text": query.text}
+    if query.metadata:
+        obj["metadata"] = query.metadata
+    return obj
+
+
+def _write_jsonl(path: Path, objs: Iterable[dict]) -> int:
+    count = 0
+    with atomic_writer(path, gzip_=str(path).endswith(".gz")) as fh:
+        for obj in objs:
+            fh.write(json.dumps(obj, ensure_ascii=False))
+            fh.write("\n")
+            count += 1
+    return count
+
+
+def write_corpus(path: Path, docs: Iterable[Doc]) -> int:
+    """Write documents atomically; returns the number written."""
+    return _write_jsonl(Path(path), (doc_to_json(d) for d in docs))
+
+
+def write_queries(path: Path, queries: Iterable[Query]) -> int:
+    """Write queries atomically; returns the number written."""
+    return _write_jsonl(Path(path), (query_to_json(q) for q in queries))
+
+
+def write_qrels(path: Path, qrels: Qrels) -> None:
+    """Write a BEIR qrels TSV with header, queries and documents in insertion order."""
+    with atomic_writer(Path(path)) as fh:
+        writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+        writer.writerow(QRELS_HEADER)
+        for qid, docs in qrels.items():
+            for did, rel in docs.items():
+                writer.writerow((qid, did, rel))

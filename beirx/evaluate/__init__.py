@@ -1,0 +1,1 @@
+"""Retrieval, reranking, fusion, metrics, runs and experiment orchestration."""

@@ -1,0 +1,7 @@
+"""First-stage retrievers, by name. Adding one is a module plus one line here."""
+
+from beirx.registry import Registry
+
+RETRIEVERS = Registry("retriever", {
+    "bm25": "beirx.evaluate.retrievers.bm25:BM25Retriever",
+})

@@ -1,0 +1,196 @@
+"""Embedded BM25 (no server) with bm25s, the language pack's analyzer and Lucene's scoring.
+
+Scoring is Lucene's BM25 (Robertson & Zaragoza 2009, as in Lucene >= 8 and Elasticsearch):
+``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``,
+summed over query tokens (a repeated query token counts each time, as in an Elasticsearch ``match``).
+Defaults k1=1.2, b=0.75 are Elasticsearch's, because BEIR's and BEIR-PL's baselines ran there.
+
+Field modes:
+- ``flat``: one field, ``title + " " + text`` (Pyserini's BEIR "flat" index).
+- ``multifield``: title and text indexed as separate fields, each with its own N and avgdl over the
+  documents that have the field (as Lucene counts them), combined like Elasticsearch ``multi_match``
+  ``best_fields``: ``max_f s_f + tie_breaker * sum of the other fields' scores``, tie_breaker 0.5 (BEIR's
+  query, also used by BEIR-PL).
+
+Only documents with a positive score are returned (Elasticsearch never returns non-matching documents).
+Known difference from Lucene: Lucene stores document lengths in one byte (lossy) while bm25s uses exact
+lengths, which moves scores slightly (nDCG@10 differences in the third decimal).
+
+Indexes persist under ``$BEIRX_HOME/indexes``, keyed by dataset checksum, language pack, k1, b, field
+mode and bm25s version, so a second evaluation loads instead of re-indexing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from beirx.data.cache import cache_dir
+from beirx.data.dataset import BeirDataset
+from beirx.data.records import Query
+from beirx.errors import BeirxError
+from beirx.evaluate.retrievers.base import Retriever, cache_key
+from beirx.evaluate.runs import Run
+
+log = logging.getLogger(__name__)
+
+FIELD_MODES = ("flat", "multifield")
+_INDEX_FORMAT = 1
+
+
+class _FieldIndex:
+    """One bm25s index over the documents that have a non-empty field, mapped back to corpus positions."""
+
+    def __init__(self, bm25, positions: np.ndarray):
+        self.bm25 = bm25
+        self.positions = positions
+
+    def scores(self, tokens: list[str], num_docs: int) -> np.ndarray | None:
+        ids = self.bm25.get_tokens_ids(tokens)
+        if not ids:
+            return None
+        full = np.zeros(num_docs, dtype=np.float32)
+        full[self.positions] = self.bm25.get_scores_from_ids(ids)
+        return full
+
+
+class BM25Retriever(Retriever):
+    name = "bm25"
+
+    def __init__(self, pack, k1: float = 1.2, b: float = 0.75, fields: str = "multifield",
+                 tie_breaker: float = 0.5, use_cache: bool = True, show_progress: bool = True):
+        if fields not in FIELD_MODES:
+            raise BeirxError(f"--fields must be one of {', '.join(FIELD_MODES)}, got {fields!r}")
+        self.pack = pack
+        self.k1, self.b, self.fields, self.tie_breaker = float(k1), float(b), fields, float(tie_breaker)
+        self.use_cache = use_cache
+        self.show_progress = show_progress
+        self.doc_ids: list[str] = []
+        self._fields: dict[str, _FieldIndex] = {}
+        self.index_dir: Path | None = None
+        self.loaded_from_cache = False
+
+    def describe(self) -> dict[str, Any]:
+        import bm25s
+
+        return {"retriever": self.name, "implementation": f"bm25s {bm25s.__version__} (method=lucene)",
+                "k1": self.k1, "b": self.b, "fields": self.fields,
+                "tie_breaker": self.tie_breaker if self.fields == "multifield" else None,
+                "analyzer": self.pack.code}
+
+    # -- indexing ------------------------------------------------------------------------------
+    def _field_names(self) -> tuple[str, ...]:
+        return ("contents",) if self.fields == "flat" else ("title", "text")
+
+    def index(self, dataset: BeirDataset) -> None:
+        import bm25s
+
+        key = cache_key(_INDEX_FORMAT, dataset.checksum(), self.pack.describe(), self.k1, self.b, self.fields,
+                        bm25s.__version__)
+        safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", dataset.name)
+        self.index_dir = cache_dir("indexes") / f"bm25-{safe_name}-{self.pack.code}-{key}"
+        if self.use_cache and (self.index_dir / "COMPLETE").is_file():
+            self._load(self.index_dir)
+            self.loaded_from_cache = True
+            log.info("loaded BM25 index from %s", self.index_dir)
+            return
+        self._build(dataset)
+        if self.use_cache:
+            self._save(self.index_dir)
+
+    def _build(self, dataset: BeirDataset) -> None:
+        import bm25s
+
+        analyze = self.pack.analyzer()
+        names = self._field_names()
+        tokens: dict[str, list[list[str]]] = {f: [] for f in names}
+        positions: dict[str, list[int]] = {f: [] for f in names}
+        self.doc_ids = []
+        docs = tqdm(dataset.iter_corpus(), desc=f"analyse {dataset.name} ({self.pack.code})", unit="doc",
+                    disable=not self.show_progress)
+        for pos, doc in enumerate(docs):
+            self.doc_ids.append(doc.id)
+            values = {"contents": f"{doc.title} {doc.text}"} if self.fields == "flat" else {"title": doc.title, "text": doc.text}
+            for field, value in values.items():
+                toks = analyze(value) if value else []
+                if toks:  # Lucene counts a field's N and avgdl only over documents that have it
+                    tokens[field].append(toks)
+                    positions[field].append(pos)
+        self._fields = {}
+        for field in names:
+            if not tokens[field]:
+                continue
+            bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene", idf_method="lucene")
+            bm25.index(tokens[field], show_progress=self.show_progress)
+            self._fields[field] = _FieldIndex(bm25, np.asarray(positions[field], dtype=np.int64))
+        log.info("indexed %d documents (%s)", len(self.doc_ids), ", ".join(f"{f}: {len(tokens[f])}" for f in names))
+
+    def _save(self, target: Path) -> None:
+        """Write to a temp folder and rename, so a half-written index is never taken as complete."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            for field, fi in self._fields.items():
+                fi.bm25.save(tmp / field, show_progress=False)
+                np.save(tmp / field / "positions.npy", fi.positions)
+            (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
+            (tmp / "COMPLETE").write_text(json.dumps(self.describe()), encoding="utf-8")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _load(self, source: Path) -> None:
+        import bm25s
+
+        self.doc_ids = json.loads((source / "doc_ids.json").read_text(encoding="utf-8"))
+        self._fields = {}
+        for field in self._field_names():
+            if (source / field).is_dir():
+                bm25 = bm25s.BM25.load(source / field, show_progress=False, verbosity=0)
+                self._fields[field] = _FieldIndex(bm25, np.load(source / field / "positions.npy"))
+
+    # -- search --------------------------------------------------------------------------------
+    def score_all(self, text: str) -> np.ndarray | None:
+        """Scores of every corpus document for one query text (None when no query token is indexed)."""
+        tokens = self.pack.analyze(text)
+        if not tokens:
+            return None
+        per_field = [s for s in (fi.scores(tokens, len(self.doc_ids)) for fi in self._fields.values()) if s is not None]
+        if not per_field:
+            return None
+        if len(per_field) == 1:
+            return per_field[0]
+        stacked = np.vstack(per_field)
+        best = stacked.max(axis=0)
+        return best + np.float32(self.tie_breaker) * (stacked.sum(axis=0) - best)
+
+    def search(self, queries: dict[str, Query], k: int) -> Run:
+        if not self.doc_ids:
+            raise BeirxError("BM25 index is empty: call index(dataset) first")
+        run: Run = {}
+        for qid, query in tqdm(queries.items(), desc="BM25 search", unit="q", disable=not self.show_progress):
+            scores = self.score_all(query.text)
+            run[qid] = {} if scores is None else top_k(scores, self.doc_ids, k)
+        return run
+
+
+def top_k(scores: np.ndarray, doc_ids: list[str], k: int) -> dict[str, float]:
+    """The ``k`` best positive scores, ties at the cut resolved by evaluation order (higher doc ID first)."""
+    positive = np.flatnonzero(scores > 0)
+    if positive.size > k:
+        kth = np.partition(scores[positive], positive.size - k)[positive.size - k]
+        positive = positive[scores[positive] >= kth]  # keep every tie at the boundary, then cut exactly
+    chosen = sorted(positive.tolist(), key=lambda i: (scores[i], doc_ids[i]), reverse=True)[:k]
+    return {doc_ids[i]: float(scores[i]) for i in chosen}

@@ -1,0 +1,75 @@
+"""Runs: ``{query_id: {doc_id: score}}``, ranked and written as TREC run files.
+
+Ranking order everywhere in beirx is pytrec_eval's (trec_eval's): score descending, then document ID
+descending (string comparison) among equal scores. Using the evaluator's own order when writing ranks,
+truncating to a cut-off and computing beirx's extra metrics means a run file, its metrics and a
+re-evaluation of that file with ``trec_eval`` all agree even when scores tie.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from beirx.atomic import atomic_writer
+from beirx.errors import DataError
+
+Run = dict[str, dict[str, float]]
+
+
+def ranked(doc_scores: dict[str, float]) -> list[tuple[str, float]]:
+    """``(doc_id, score)`` in evaluation order: score descending, then doc ID descending."""
+    return sorted(doc_scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+
+
+def truncate(run: Run, k: int) -> Run:
+    """The top ``k`` documents per query in evaluation order."""
+    return {qid: dict(ranked(docs)[:k]) for qid, docs in run.items()}
+
+
+def drop_identical_ids(run: Run) -> Run:
+    """Remove documents whose ID equals the query's ID (BEIR's and MTEB's ``ignore_identical_ids``).
+
+    Needed where queries are themselves corpus documents (ArguAna, Quora): otherwise every query
+    retrieves itself at rank 1.
+    """
+    return {qid: {did: s for did, s in docs.items() if did != qid} for qid, docs in run.items()}
+
+
+def write_trec(path: Path | str, run: Run, tag: str = "beirx") -> None:
+    """Write ``qid Q0 docid rank score tag`` lines atomically, queries in run order, ranks from 1.
+
+    Scores are written with ``repr`` so that reading the file back gives the identical floats (and so
+    identical ties and metrics).
+    """
+    tag = tag.replace(" ", "_") or "beirx"
+    with atomic_writer(path) as fh:
+        for qid, docs in run.items():
+            for rank, (did, score) in enumerate(ranked(docs), 1):
+                fh.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
+
+
+def read_trec(path: Path | str) -> Run:
+    """Read a TREC run file (6 whitespace-separated columns); errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "run file not found")
+    run: Run = {}
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            cols = line.split()
+            if len(cols) != 6:
+                raise DataError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}", line_no)
+            qid, _, did, _, score, _ = cols
+            try:
+                value = float(score)
+            except ValueError:
+                raise DataError(path, f"score is not a number: {score!r}", line_no) from None
+            docs = run.setdefault(qid, {})
+            if did in docs:
+                raise DataError(path, f"document {did!r} appears twice for query {qid!r}", line_no)
+            docs[did] = value
+    if not run:
+        raise DataError(path, "run file is empty")
+    return run

@@ -1,0 +1,1 @@
+"""Translation stage: segment, deduplicate, translate misses through a backend, reassemble, score quality."""

@@ -1,0 +1,40 @@
+"""The translator interface every MT backend implements (one file per backend, one registry line)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+
+class Translator(ABC):
+    """Translates batches of plain-text segments from ``src`` to ``tgt`` (ISO 639-1 codes).
+
+    The pipeline owns segmentation, deduplication, the translation memory and resume; a backend only
+    maps a list of segments to a list of translations of the same length and order.
+    """
+
+    name: ClassVar[str]
+    #: Largest number of segments the pipeline should hand over at once.
+    max_batch_size: ClassVar[int] = 32
+    #: Whether the backend keeps placeholder tokens such as ``⟦0⟧`` intact (for verbatim URLs/numbers).
+    keeps_placeholders: ClassVar[bool] = False
+
+    def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
+        self.src, self.tgt, self.model, self.options = src, tgt, model, options
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Backend, model, revision and output-affecting options: the translation-memory key and the
+        manifest entry. Never an API key."""
+
+    @abstractmethod
+    def translate_batch(self, segments: list[str]) -> list[str]:
+        """Translate ``segments`` (non-empty strings) and return one output per input, in order."""
+
+    def max_segment_tokens(self) -> int | None:
+        """The model's input limit in its own tokens, or None when the backend has none."""
+        return None
+
+    def count_tokens(self, text: str) -> int:
+        """Length of ``text`` in the backend's units (default: whitespace words)."""
+        return len(text.split())
