@@ -88,3 +88,13 @@ def test_bad_run_file_names_line(tmp_path):
     path.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2 2 notanumber x\n")
     with pytest.raises(DataError, match=r"bad.trec:2: score is not a number"):
         read_trec(path)
+
+
+def test_mrr_at_k_equals_recip_rank_of_truncated_runs():
+    qrels, run = _tied_fixture(seed=3, n_queries=60)
+    ev = evaluate(qrels, run, k_values=(1, 3, 5, 10, 100))
+    judged = [q for q in qrels if any(r > 0 for r in qrels[q].values())]
+    for k in (1, 3, 5, 10, 100):
+        ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(truncate(run, k))
+        for q in judged:
+            assert ev.per_query[q][f"MRR@{k}"] == ref[q]["recip_rank"]

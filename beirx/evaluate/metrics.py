@@ -2,8 +2,8 @@
 
 - nDCG@k, MAP@k, Recall@k, P@k: pytrec_eval's ``ndcg_cut``, ``map_cut``, ``recall``, ``P``, exactly as
   BEIR computes them (Järvelin & Kekäläinen 2002 nDCG with trec_eval's linear gains).
-- MRR@k: pytrec_eval's ``recip_rank`` on the run truncated to its top k in pytrec_eval's own order, so
-  the cut and the ranking tie-break are the evaluator's.
+- MRR@k: pytrec_eval's ``recip_rank`` with the cut at k applied to the evaluator's own ranking (the first
+  relevant document is at rank ``1/recip_rank``), so the cut and the tie-break are the evaluator's.
 - R_cap@k (BEIR's capped recall, Thakur et al. 2021): relevant retrieved in the top k divided by
   ``min(k, #relevant)``; and Hole@k: the share of the top k that nobody judged (documents absent from
   every query's qrels). Neither exists in trec_eval, so they are computed here, on the same ranking.
@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass, field
 
 from beirx.data.records import Qrels
-from beirx.evaluate.runs import Run, drop_identical_ids, ranked, truncate
+from beirx.evaluate.runs import Run, drop_identical_ids, ranked
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,13 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
             for k in k_values:
                 per_query[qid][f"{label}@{k}"] = values[f"{family}_{k}"]
 
-    for k in k_values:
-        rr = pytrec_eval.RelevanceEvaluator(judged, {"recip_rank"}).evaluate(truncate(scored_run, k))
-        for qid, values in rr.items():
-            per_query[qid][f"MRR@{k}"] = values["recip_rank"]
+    # MRR@k from one full-run recip_rank: the first relevant document sits at rank 1/rr, so MRR@k is rr
+    # when that rank is within k and 0 otherwise (identical to recip_rank on the run cut at k).
+    rr = pytrec_eval.RelevanceEvaluator(judged, {"recip_rank"}).evaluate(scored_run)
+    for qid, values in rr.items():
+        first_rank = round(1 / values["recip_rank"]) if values["recip_rank"] > 0 else None
+        for k in k_values:
+            per_query[qid][f"MRR@{k}"] = values["recip_rank"] if first_rank is not None and first_rank <= k else 0.0
 
     annotated = {did for docs in qrels.values() for did in docs}
     for qid, docs in scored_run.items():
