@@ -54,7 +54,8 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
     if verbose < 2:  # third-party chatter stays out of the way unless debugging
-        for noisy in ("bm25s", "urllib3", "httpx", "filelock", "datasets", "huggingface_hub", "sentence_transformers"):
+        for noisy in ("bm25s", "urllib3", "httpx", "filelock", "datasets", "huggingface_hub", "sentence_transformers",
+                      "elastic_transport", "opensearch"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
