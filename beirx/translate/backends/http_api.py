@@ -1,0 +1,312 @@
+"""Shared machinery for the cloud translation backends (``google``, ``deepl``): packing segments into
+requests within each API's limits, retrying transient failures, keeping the key secret, estimating cost.
+
+Why it is shaped like this:
+
+* **Packing.** The pipeline hands over up to ``max_batch_size`` segments; each API also caps a request's
+  size (Google: 128 segments, ~30k code points; DeepL: 50 texts, 128 KiB body). :func:`pack_requests`
+  cuts a batch into consecutive runs that respect both, so order is preserved by construction.
+* **Retries.** 429, 5xx, timeouts and dropped connections are transient on these services. We retry with
+  exponential backoff and "equal jitter" (half the capped exponential delay, plus a uniform random half;
+  AWS Architecture Blog, "Exponential Backoff And Jitter", 2015) so parallel clients do not retry in
+  lock-step, and honour ``Retry-After`` when the server sends it. Delays go through
+  :class:`RetryPolicy`, whose ``sleep`` and ``rng`` are injectable so tests run in milliseconds.
+* **Failing cleanly.** When retries are exhausted, or the error is permanent (bad key, quota used up,
+  bad request), :class:`ApiError` (a ``BeirxError``) stops the run. The pipeline commits every finished
+  batch to its translation memory first, so nothing already paid for is lost and a rerun resumes.
+* **Secrets.** The key is read from an environment variable at the first request (so ``--dry-run`` and
+  ``describe()`` never need it), travels only in a request header, and is scrubbed from every message we
+  raise or log. ``describe()`` never contains it.
+* **Placeholders.** The pipeline replaces spans that must survive verbatim (URLs, numbers) with tokens
+  such as ``⟦0⟧``. Both APIs can be told not to translate marked-up spans; each backend wraps the tokens in
+  its API's "do not translate" markup (see :meth:`HttpApiTranslator.encode`) only in requests that contain
+  a placeholder, and removes the markup from the answer.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import html
+import json
+import logging
+import os
+import random
+import re
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from beirx.errors import BeirxError
+from beirx.translate.backends.base import Translator
+
+log = logging.getLogger(__name__)
+
+#: The pipeline's placeholder tokens for spans that must be kept verbatim.
+PLACEHOLDER = re.compile(r"⟦\d+⟧")
+
+#: HTTP statuses worth retrying: rate limiting and server-side failures (DeepL uses 529 for overload).
+RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
+
+
+class ApiError(BeirxError):
+    """A cloud API request failed for good; the message says what to do (the key is never in it)."""
+
+
+@dataclass
+class RetryPolicy:
+    """How often and how long to wait between attempts of one request.
+
+    ``attempts`` counts every try (first one included). The wait before retry ``n`` (0-based) is
+    ``d/2 + U(0, d/2)`` with ``d = min(max_delay, base_delay * 2**n)``, or the server's ``Retry-After``
+    (capped at ``max_retry_after``) when it sent one.
+    """
+
+    attempts: int = 6
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 600.0
+    sleep: Callable[[float], None] = time.sleep
+    rng: random.Random = field(default_factory=random.Random)
+
+    def delay(self, retry: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        capped = min(self.max_delay, self.base_delay * (2 ** retry))
+        return capped / 2 + self.rng.uniform(0, capped / 2)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date, RFC 9110 §10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def pack_requests(items: Sequence[str], max_items: int, budget: int, cost: Callable[[str], int],
+                  hard_limit: int | None = None) -> list[tuple[int, int]]:
+    """Cut ``items`` into consecutive ``(start, end)`` runs of at most ``max_items`` whose summed
+    ``cost`` stays within ``budget``. An item costlier than ``budget`` travels alone if it fits
+    ``hard_limit`` (default: ``budget``); otherwise no request could carry it and we raise.
+    """
+    hard_limit = budget if hard_limit is None else hard_limit
+    runs: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for i, item in enumerate(items):
+        c = cost(item)
+        if c > hard_limit:
+            raise ApiError(f"segment {i} is {c} units long, over the API's per-request limit of {hard_limit}; "
+                           "segment the text into shorter pieces (sentences) before sending it")
+        if i > start and (i - start >= max_items or used + c > budget):
+            runs.append((start, i))
+            start, used = i, 0
+        used += c
+    if start < len(items):
+        runs.append((start, len(items)))
+    return runs
+
+
+class HttpApiTranslator(Translator):
+    """A :class:`Translator` over a paid REST API. Subclasses define the wire format; this class owns
+    credentials, request packing, retries and cost estimation.
+
+    Options common to every API backend (``--translator-option key=value``): ``base_url`` (proxy or test
+    server), ``timeout`` (seconds per request), ``key_env`` (another environment variable holding the key),
+    ``retries`` (attempts per request) and ``backoff`` (base delay in seconds).
+    """
+
+    #: Human-readable service name used in messages.
+    api_name: ClassVar[str]
+    #: Environment variables searched, in order, for the credential.
+    key_envs: ClassVar[tuple[str, ...]]
+    default_base_url: ClassVar[str]
+    #: Price in USD per million billed characters (source code points), for ``--dry-run``.
+    cost_per_million_chars: ClassVar[float | None] = None
+    #: Where and when the price was read.
+    price_source: ClassVar[str] = ""
+
+    def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
+                 timeout: float = 60.0, key_env: str | None = None, retries: int | None = None,
+                 backoff: float | None = None, retry_policy: RetryPolicy | None = None, **options: Any):
+        super().__init__(src, tgt, model, **options)
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self.timeout = float(timeout)
+        self.key_env = key_env
+        self.retry = retry_policy or RetryPolicy()
+        if retries is not None:
+            self.retry.attempts = int(retries)
+        if backoff is not None:
+            self.retry.base_delay = float(backoff)
+        self._session = None  # a requests.Session, created at the first request
+        self._key: str | None = None
+        self._key_source: str | None = None  # the environment variable the key came from
+
+    # -- credentials -----------------------------------------------------------------------------
+    @property
+    def _env_names(self) -> tuple[str, ...]:
+        return (self.key_env,) if self.key_env else self.key_envs
+
+    def _credential(self) -> str:
+        """The key, read once from the environment (never from a file, argument or manifest)."""
+        if self._key is None:
+            for name in self._env_names:
+                value = os.environ.get(name, "").strip()
+                if value:
+                    self._key, self._key_source = value, name
+                    break
+            else:
+                raise ApiError(f"{self.api_name}: no credential found; set the environment variable "
+                               f"{' or '.join(self._env_names)}")
+        return self._key
+
+    def _api_root(self) -> str:
+        """The base URL requests go to: the ``base_url`` option, else the service's own."""
+        return self.base_url or self.default_base_url
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    # -- the wire format (per API) ----------------------------------------------------------------
+    @abstractmethod
+    def _request(self, texts: list[str], markup: bool) -> tuple[str, dict[str, str], bytes]:
+        """``(url, headers, body)`` for one request translating ``texts`` (already encoded)."""
+
+    @abstractmethod
+    def _parse(self, payload: Any) -> list[str]:
+        """The translations, in request order, from a successful response's JSON."""
+
+    @abstractmethod
+    def _permanent_error(self, status: int, payload: Any) -> str | None:
+        """For a non-2xx answer: a message when retrying cannot help, or None to retry."""
+
+    @abstractmethod
+    def _pack(self, encoded: list[str]) -> list[tuple[int, int]]:
+        """Cut encoded segments into requests that respect the API's limits."""
+
+    @classmethod
+    @abstractmethod
+    def encode(cls, segment: str) -> str:
+        """The segment as sent in a markup request: text escaped, placeholders in do-not-translate tags."""
+
+    @classmethod
+    @abstractmethod
+    def decode(cls, text: str) -> str:
+        """Undo :meth:`encode` on a translation."""
+
+    # -- translation ----------------------------------------------------------------------------
+    def translate_batch(self, segments: list[str]) -> list[str]:
+        markup = any(PLACEHOLDER.search(s) for s in segments)
+        encoded = [self.encode(s) for s in segments] if markup else list(segments)
+        out: list[str] = []
+        for start, end in self._pack(encoded):
+            translated = self._send(encoded[start:end], markup)
+            if len(translated) != end - start:
+                raise ApiError(f"{self.api_name}: sent {end - start} texts but got {len(translated)} translations back")
+            out.extend([self.decode(t) for t in translated] if markup else translated)
+        return out
+
+    def _http(self):
+        if self._session is None:
+            import requests
+
+            self._session = requests.Session()
+        return self._session
+
+    def _send(self, texts: list[str], markup: bool) -> list[str]:
+        """POST one request, retrying transient failures per :attr:`retry`; raise :class:`ApiError` when done."""
+        import requests
+
+        self._credential()
+        url, headers, body = self._request(texts, markup)
+        last = ""
+        for attempt in range(self.retry.attempts):
+            retry_after = None
+            try:
+                resp = self._http().post(url, data=body, headers=headers, timeout=self.timeout)
+            except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+                last = f"{type(exc).__name__}: {self._redact(str(exc))}"
+            else:
+                try:
+                    payload = resp.json()
+                except ValueError:
+                    payload = None
+                if 200 <= resp.status_code < 300 and payload is not None:
+                    return self._parse(payload)
+                if 200 <= resp.status_code < 300:
+                    last = f"HTTP {resp.status_code} with a body that is not JSON"
+                else:
+                    detail = self._redact(_error_detail(payload, resp.text))
+                    last = f"HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
+                    permanent = (None if resp.status_code in RETRY_STATUSES
+                                 else self._permanent_error(resp.status_code, payload))
+                    if permanent:
+                        raise ApiError(f"{self.api_name}: {last}: {permanent}")
+                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+            if attempt + 1 < self.retry.attempts:
+                wait = self.retry.delay(attempt, retry_after)
+                log.warning("%s: %s; retry %d/%d in %.1f s", self.api_name, last, attempt + 1,
+                            self.retry.attempts - 1, wait)
+                self.retry.sleep(wait)
+        raise ApiError(f"{self.api_name}: request failed after {self.retry.attempts} attempts (last: {last}). "
+                       "Batches finished before this one are kept; rerun the same command to resume.")
+
+    # -- cost --------------------------------------------------------------------------------------
+    @classmethod
+    def billable_characters(cls, segments: Sequence[str]) -> int:
+        """Characters the service bills for sending ``segments`` (source Unicode code points)."""
+        return sum(len(s) for s in segments)
+
+    @classmethod
+    def estimate_cost(cls, characters: int) -> dict[str, Any]:
+        return estimate(cls, characters)
+
+
+def _error_detail(payload: Any, text: str) -> str:
+    """The service's own error message, short: Google ``{"error": {"message"}}``, DeepL ``{"message"}``."""
+    if isinstance(payload, dict):
+        err = payload.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+        if payload.get("message"):
+            return str(payload["message"])[:300]
+    return (text or "").strip()[:200]
+
+
+def estimate(translator_cls: type[Translator], characters: int) -> dict[str, Any]:
+    """What translating ``characters`` billed characters with ``translator_cls`` would cost.
+
+    Local backends (no ``cost_per_million_chars``) cost nothing per character; the figure for API
+    backends is list price only: free tiers, volume discounts, taxes and DeepL's monthly base fee are
+    not included.
+    """
+    price = getattr(translator_cls, "cost_per_million_chars", None)
+    return {
+        "translator": getattr(translator_cls, "name", translator_cls.__name__),
+        "characters": int(characters),
+        "usd_per_million_chars": price,
+        "estimated_cost_usd": None if price is None else round(characters / 1_000_000 * price, 2),
+        "price_source": getattr(translator_cls, "price_source", ""),
+    }
+
+
+def protect_placeholders(segment: str, open_tag: str, close_tag: str) -> str:
+    """``segment`` as markup: text HTML/XML-escaped, each placeholder wrapped in ``open_tag``/``close_tag``."""
+    parts, pos = [], 0
+    for m in PLACEHOLDER.finditer(segment):
+        parts += [html.escape(segment[pos:m.start()], quote=False), open_tag, m.group(0), close_tag]
+        pos = m.end()
+    parts.append(html.escape(segment[pos:], quote=False))
+    return "".join(parts)
+
+
+def json_body(obj: Any) -> bytes:
+    """Compact UTF-8 JSON exactly as sent, so request sizes can be computed before sending."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

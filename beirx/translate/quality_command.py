@@ -1,0 +1,88 @@
+"""``beirx quality``: score a translated dataset against its source and write the quality report.
+
+    beirx quality TRANSLATED --source SRC --lang L [--src en] [--encoder M] [--sample N]
+                  [--roundtrip-translator NAME [--roundtrip-model M]] [--output DIR]
+
+TRANSLATED and SRC are BEIR folders or catalogue names (``beirx quality scifact --lang pl`` compares the
+cached ``scifact-pl`` with ``scifact``). The report goes to ``<translated folder>/quality/`` by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from beirx.errors import BeirxError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("translated", metavar="TRANSLATED", help="the translated dataset (folder or catalogue name)")
+    parser.add_argument("--source", help="the original dataset (folder or catalogue name; default: the source "
+                                         "recorded by beirx translate, else TRANSLATED's catalogue name)")
+    parser.add_argument("--lang", help="language of the translation (ISO 639-1; default: from beirx translate's manifest)")
+    parser.add_argument("--src", help="language of the source (default: from the manifest, else en)")
+    parser.add_argument("--encoder", default="sentence-transformers/LaBSE",
+                        help="multilingual sentence-transformers model, Hub id or folder (default LaBSE, as BEIR-PL)")
+    parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
+    parser.add_argument("--fields", default="queries,corpus", help="comma-separated: queries, corpus (default both)")
+    parser.add_argument("--sample", type=int, default=100, help="pairs per field for manual review (default 100)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random sample (default 0)")
+    parser.add_argument("--max-items", type=int, help="score a seeded random subset of at most N items per field")
+    parser.add_argument("--batch-size", type=int, default=32, help="encoder batch size (default 32)")
+    parser.add_argument("--roundtrip-translator", metavar="NAME", help="back-translate a sample with this backend "
+                                                                       "(e.g. apertium) and report chrF")
+    parser.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
+    parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="option of the round-trip backend (repeatable)")
+    parser.add_argument("--roundtrip-sample", type=int, default=200, help="items per field to back-translate (default 200)")
+    parser.add_argument("--output", type=Path, help="report folder (default: <translated folder>/quality)")
+    parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise BeirxError(f"--roundtrip-option expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args) -> int:
+    from beirx.data.dataset import BeirDataset
+    from beirx.data.resolve import resolve_dataset
+    from beirx.translate.backends import TRANSLATORS
+    from beirx.translate.quality import run_quality, translation_manifest
+
+    folder = Path(args.translated).expanduser()
+    manifest = (translation_manifest(BeirDataset(folder)) if folder.is_dir() else None) or {}
+    lang = args.lang or (manifest.get("target") or {}).get("lang")
+    src = args.src or (manifest.get("source") or {}).get("lang") or "en"
+    if not lang:
+        raise BeirxError("pass the translation's language with --lang")
+    translated = resolve_dataset(args.translated, lang=lang)
+    source_spec = args.source or (manifest.get("source") or {}).get("path")
+    if source_spec is None and folder.is_dir():
+        raise BeirxError(f"{folder} has no beirx translation manifest: pass the original dataset with --source")
+    source = resolve_dataset(source_spec or args.translated, lang=src)
+    roundtrip = None
+    if args.roundtrip_translator:
+        cls = TRANSLATORS.get(args.roundtrip_translator)
+        roundtrip = cls(lang, src, args.roundtrip_model, **_options(args.roundtrip_option))
+    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
+    report = run_quality(source, translated, args.output, encoder=args.encoder, encoder_revision=args.encoder_revision,
+                         src_lang=src, tgt_lang=lang, fields=fields, sample_size=args.sample, seed=args.seed,
+                         roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
+                         batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
+                         show_progress=not args.no_progress)
+    print(f"{'field':<8} {'pairs':>6} {'mean sim':>9} {'flagged':>8}  flags")
+    for field, entry in report["fields"].items():
+        flags = ", ".join(f"{k} {v}" for k, v in entry["flags"].items()) or "-"
+        trip = f"  round-trip chrF {entry['roundtrip']['chrF']:.2f}" if "roundtrip" in entry else ""
+        mean = entry["similarity"].get("mean")
+        print(f"{field:<8} {entry['pairs']:>6} {'-' if mean is None else f'{mean:.4f}':>9} "
+              f"{entry['flagged_items']:>8}  {flags}{trip}")
+    print(f"report: {report['output_dir']}/quality.md")
+    return 0
