@@ -2,4 +2,8 @@
 
 from beirx.registry import Registry
 
-RERANKERS = Registry("reranker", {})
+RERANKERS = Registry("reranker", {
+    "cross-encoder": "beirx.evaluate.rerankers.cross_encoder:CrossEncoderReranker",
+    "monot5": "beirx.evaluate.rerankers.monot5:MonoT5Reranker",
+    "colbert": "beirx.evaluate.rerankers.colbert:ColbertReranker",
+})

@@ -1,32 +1,130 @@
-"""The reranker interface: rescore the first-stage candidates of each query."""
+"""The reranker interface: rescore the first-stage candidates of each query.
+
+:meth:`Reranker.rerank` gathers the (query, document) pairs of *all* queries, so a subclass batches
+across queries (and by length, which is where the speed is). Scores go through an on-disk pair cache
+(:mod:`beirx.evaluate.rerankers.score_cache`), committed chunk by chunk: a killed rerank resumes where
+it stopped, and a rerun (another depth, another first stage, another metric) recomputes only new pairs.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from beirx.data.records import Doc, Query
+from beirx.errors import BeirxError
 from beirx.evaluate.runs import Run, ranked
+
+log = logging.getLogger(__name__)
+
+Pair = tuple[Query, Doc]
+
+# describe() keys that do not change a score, so they stay out of the cache identity.
+_NOT_SCORE_DEFINING = ("batch_size", "sort_by_length", "device")
 
 
 class Reranker(ABC):
-    """Scores (query, document) pairs; :meth:`rerank` reorders only the given candidates, never adds any."""
+    """Scores (query, document) pairs; :meth:`rerank` reorders only the given candidates, never adds any.
+
+    Subclasses implement :meth:`describe` and :meth:`score_pairs`; caching, chunking, progress and the
+    truncation report live here.
+    """
 
     name: ClassVar[str]
+    pack_model: ClassVar[str | None] = None
+    """The key of ``LanguagePack.models`` holding this reranker's default model (None: a model is required)."""
+    chunk_size: ClassVar[int] = 2048
+    """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
+
+    def __init__(self, *, lang: str = "en", show_progress: bool = True, use_cache: bool = True):
+        self.lang = lang
+        self.show_progress = show_progress
+        self.use_cache = use_cache
+        self.truncated: Counter[str] = Counter()
+        """Subclasses count truncations here (e.g. ``truncated["documents"] += 1``); logged after each call."""
+        self._cache = None
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Model, revision and scoring parameters, for results files and cache keys."""
 
     @abstractmethod
+    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
+        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
+
+    # -- public API ------------------------------------------------------------------------------
     def score(self, query: Query, docs: list[Doc]) -> list[float]:
         """One relevance score per document, in the given order."""
+        return self._scores([(query, doc) for doc in docs])
 
     def rerank(self, queries: dict[str, Query], corpus: dict[str, Doc], first_stage: Run, depth: int = 100) -> Run:
-        """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped."""
-        run: Run = {}
-        for qid, query in queries.items():
-            candidates = [did for did, _ in ranked(first_stage.get(qid, {}))[:depth]]
-            scores = self.score(query, [corpus[did] for did in candidates]) if candidates else []
-            run[qid] = dict(zip(candidates, map(float, scores)))
-        return run
+        """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
+
+        Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
+        are the first stage's own, so reranking can only reorder a query's candidates.
+        """
+        if depth < 1:
+            raise BeirxError(f"rerank depth must be at least 1, got {depth}")
+        candidates: dict[str, list[str]] = {}
+        for qid in queries:
+            candidates[qid] = [did for did, _ in ranked(first_stage.get(qid, {}))[:depth]]
+            missing = [did for did in candidates[qid] if did not in corpus]
+            if missing:
+                raise BeirxError(f"the first-stage run ranks document {missing[0]!r} for query {qid!r}, but the "
+                                 f"corpus has no such document ({len(missing)} missing for this query): was the "
+                                 "run made on another dataset?")
+        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
+        scores = iter(self._scores(pairs))
+        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
+
+    def cache_identity(self) -> dict[str, Any]:
+        """:meth:`describe` without the settings that cannot change a score (batch size, device...)."""
+        return {k: v for k, v in self.describe().items() if k not in _NOT_SCORE_DEFINING}
+
+    # -- scoring with cache ----------------------------------------------------------------------
+    def _scores(self, pairs: list[Pair]) -> list[float]:
+        from tqdm.auto import tqdm
+
+        from beirx.evaluate.rerankers.score_cache import pair_key
+
+        keys = [pair_key(query, doc) for query, doc in pairs]
+        unique = dict(zip(keys, pairs))
+        cache = self._open_cache()
+        known = cache.get(list(unique)) if cache is not None else {}
+        # Grouped by document so that a document's pairs share a chunk (ColBERT encodes it once).
+        todo = sorted((k for k in unique if k not in known), key=lambda k: (unique[k][1].id, unique[k][0].id))
+        if not todo:
+            return [known[k] for k in keys]
+        self.truncated.clear()
+        with tqdm(total=len(todo), desc=f"rerank {self.name}", unit="pair", disable=not self.show_progress) as bar:
+            for start in range(0, len(todo), self.chunk_size):
+                chunk = todo[start:start + self.chunk_size]
+                scores = [float(s) for s in self.score_pairs([unique[k] for k in chunk], bar.update)]
+                if len(scores) != len(chunk):
+                    raise RuntimeError(f"{type(self).__name__}.score_pairs returned {len(scores)} scores "
+                                       f"for {len(chunk)} pairs")
+                if any(math.isnan(s) for s in scores):
+                    raise BeirxError(f"{self.name} produced NaN scores (numerical overflow in half precision?); "
+                                     "rerun with dtype='float32'")
+                chunk_scores = dict(zip(chunk, scores))
+                if cache is not None:
+                    cache.put(chunk_scores)
+                known.update(chunk_scores)
+        for what, count in sorted(self.truncated.items()):
+            log.info("%s: %d of %d pairs had the %s truncated to fit the model's maximum length",
+                     self.name, count, len(todo), what)
+        log.info("%s: scored %d pairs (%d from cache)", self.name, len(todo), len(unique) - len(todo))
+        return [known[k] for k in keys]
+
+    def _open_cache(self):
+        if not self.use_cache:
+            return None
+        if self._cache is None:
+            from beirx.evaluate.rerankers.score_cache import PairScoreCache
+
+            self._cache = PairScoreCache.for_reranker(self.name, self.cache_identity())
+        return self._cache

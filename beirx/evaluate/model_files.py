@@ -1,0 +1,72 @@
+"""Find a model's files (local folder or Hugging Face Hub id) and the revision that identifies them.
+
+Results and caches must name the exact weights that produced them. For a Hub id that is the commit hash
+of the snapshot used; for a local folder (which has no commit) it is a SHA-256 over every file in the
+folder except READMEs, so retraining or re-converting a model into the same path never reuses stale
+embeddings. Both are found without importing torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beirx.errors import BeirxError, require
+
+log = logging.getLogger(__name__)
+
+_FOLDER_SUMS: dict[tuple, str] = {}
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """``name`` as the user gave it, the local ``folder`` with the files, and their ``revision``."""
+
+    name: str
+    folder: Path
+    revision: str
+
+    def read_json(self, filename: str) -> dict[str, Any]:
+        """A JSON file of the model folder, or ``{}`` when it is absent."""
+        path = self.folder / filename
+        if not path.is_file():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+
+def folder_checksum(folder: Path) -> str:
+    """``sha256:<hex>`` over the relative paths and bytes of every file below ``folder`` (READMEs excluded)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _FOLDER_SUMS:
+        h = hashlib.sha256()
+        for path in files:
+            h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(block)
+        _FOLDER_SUMS[key] = "sha256:" + h.hexdigest()
+    return _FOLDER_SUMS[key]
+
+
+def resolve_model(name: str, revision: str | None = None) -> ModelFiles:
+    """Local folder as is; otherwise the Hub snapshot (from the local Hugging Face cache when offline)."""
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if revision:
+            log.warning("model %s is a local folder: --model-revision %s is ignored", name, revision)
+        return ModelFiles(name=name, folder=path.resolve(), revision=folder_checksum(path))
+    if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
+        raise BeirxError(f"model folder not found: {name}")
+    hub = require("huggingface_hub", "hub", "downloading models from the Hugging Face Hub")
+    try:
+        folder = Path(hub.snapshot_download(name, revision=revision))
+    except Exception as exc:  # offline, unknown repo, gated model ...: all need the same user action
+        raise BeirxError(f"cannot get model {name!r} from the Hugging Face Hub or its local cache "
+                         f"({type(exc).__name__}: {exc}); pass a local model folder instead") from exc
+    commit = folder.name if folder.parent.name == "snapshots" else folder_checksum(folder)
+    return ModelFiles(name=name, folder=folder, revision=commit)

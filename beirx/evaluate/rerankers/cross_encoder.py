@@ -1,0 +1,108 @@
+"""Cross-encoder reranking: the query and document read jointly by one transformer (Nogueira & Cho 2019,
+"Passage Re-ranking with BERT"), as BEIR and BEIR-PL rerank BM25's top 100.
+
+Loaded with sentence-transformers' ``CrossEncoder`` (the MS MARCO MiniLM cross-encoders, multilingual
+mMiniLM, HerBERT rerankers: any sequence-classification checkpoint with one or two labels), then run
+batch by batch here so that truncation and batching are ours:
+
+- Input: ``[CLS] query [SEP] title text [SEP]`` (title and text joined by a space, as BEIR does).
+- Truncation cuts the *document* (``only_second``) to ``max_length`` tokens; a query longer than half
+  the budget is first cut to that half (so the document always keeps room). Counts are logged.
+- Score: the raw logit for one-label models, ``logit[1] - logit[0]`` (the log-odds of "relevant") for
+  two-label ones. sentence-transformers applies a sigmoid (softmax) on top; it ranks identically but
+  saturates to exactly 1.0 in float32 for confident pairs, which would turn them into ties.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from beirx.errors import BeirxError, require
+from beirx.evaluate.model_files import resolve_model
+from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_device, resolve_dtype,
+                                                torch_module)
+
+log = logging.getLogger(__name__)
+
+
+class CrossEncoderReranker(Reranker):
+    name = "cross-encoder"
+    pack_model = "cross_encoder"
+
+    def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
+                 device: str | None = None, show_progress: bool = True, use_cache: bool = True,
+                 revision: str | None = None, dtype: str = "auto", sort_by_length: bool = True):
+        super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
+        st = require("sentence_transformers", "neural", "cross-encoder reranking")
+        self.files = resolve_model(model, revision)
+        self.path = self.files.folder
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.batch_size = batch_size
+        self.sort_by_length = sort_by_length
+        encoder = st.CrossEncoder(str(self.path), device=str(self.device), local_files_only=True)
+        self.model = encoder.model
+        if len(encoder) != 1 or not type(self.model).__name__.endswith("ForSequenceClassification"):
+            modules = ", ".join(type(m).__name__ for m in encoder)
+            raise BeirxError(f"{self.path}: not a sequence-classification cross-encoder (modules: {modules}; model: "
+                             f"{type(self.model).__name__}); beirx's cross-encoder reranker reads BERT-style "
+                             "checkpoints with one or two labels")
+        self.num_labels = self.model.config.num_labels
+        if self.num_labels not in (1, 2):
+            raise BeirxError(f"{self.path}: cross-encoder has {self.num_labels} labels; expected 1 (relevance "
+                             "logit) or 2 (not relevant / relevant)")
+        self.tokenizer = encoder.tokenizer
+        self.max_length = int(max_length or encoder.max_seq_length or 512)
+        self.model.to(self.device, self.dtype).eval()
+        self._specials = self.tokenizer.num_special_tokens_to_add(pair=True)
+        if self.max_length <= self._specials + 1:
+            raise BeirxError(f"max_length {self.max_length} leaves no room for text")
+
+    def describe(self) -> dict[str, Any]:
+        return {"reranker": self.name, "model": self.files.name, "revision": self.files.revision,
+                "max_length": self.max_length, "truncation": "document (only_second)",
+                "score": "logit" if self.num_labels == 1 else "logit[1] - logit[0]",
+                "dtype": str(self.dtype).removeprefix("torch."), "batch_size": self.batch_size,
+                "device": self.device.type}
+
+    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
+        torch = torch_module()
+        queries, docs = self._truncated_texts(pairs)
+        encoded = self.tokenizer(queries, docs, truncation="only_second", max_length=self.max_length)
+        rows = encoded["input_ids"]
+        types = encoded.get("token_type_ids")
+        scores = [0.0] * len(pairs)
+        for batch in length_batches([len(r) for r in rows], self.batch_size, self.sort_by_length):
+            ids = [rows[i] for i in batch]
+            inputs = {"input_ids": pad(ids, self.tokenizer.pad_token_id, self.device),
+                      "attention_mask": attention_mask(ids, self.device)}
+            if types is not None:
+                inputs["token_type_ids"] = pad([types[i] for i in batch], 0, self.device)
+            with torch.inference_mode():
+                logits = self.model(**inputs).logits.float()
+            values = logits[:, 0] if self.num_labels == 1 else logits[:, 1] - logits[:, 0]
+            for i, value in zip(batch, values.tolist()):
+                scores[i] = value
+            progress(len(batch))
+        return scores
+
+    def _truncated_texts(self, pairs: list[Pair]) -> tuple[list[str], list[str]]:
+        """Query texts (cut to half the token budget if longer) and document texts, counting truncations."""
+        budget = self.max_length - self._specials
+        unique_queries = list(dict.fromkeys(q.text for q, _ in pairs))
+        unique_docs = list(dict.fromkeys(d.joined() for _, d in pairs))
+        enc = self.tokenizer(unique_queries, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        cut = {}
+        for text, ids, offsets in zip(unique_queries, enc["input_ids"], enc["offset_mapping"]):
+            if len(ids) > budget // 2:
+                cut[text] = text[:offsets[budget // 2 - 1][1]]
+        doc_ids = self.tokenizer(unique_docs, add_special_tokens=False, verbose=False)["input_ids"]
+        doc_lengths = dict(zip(unique_docs, map(len, doc_ids)))
+        query_lengths = dict(zip(unique_queries, (min(len(i), budget // 2) for i in enc["input_ids"])))
+        for query, doc in pairs:
+            self.truncated["query"] += query.text in cut
+            self.truncated["document"] += query_lengths[query.text] + doc_lengths[doc.joined()] > budget
+        return [cut.get(q.text, q.text) for q, _ in pairs], [d.joined() for _, d in pairs]

@@ -1,0 +1,66 @@
+"""Torch plumbing shared by the neural rerankers: device and precision, length-sorted batches, padding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beirx.errors import BeirxError, require
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def torch_module():
+    return require("torch", "neural", "neural reranking")
+
+
+def resolve_device(device: str | None):
+    """``device`` as a torch.device; None picks CUDA when available, else the CPU."""
+    torch = torch_module()
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, ValueError) as exc:
+        raise BeirxError(f"invalid device {device!r}: {exc}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise BeirxError(f"device {device!r} requested but CUDA is not available")
+    return resolved
+
+
+def resolve_dtype(dtype: str, device, half: str = "float16"):
+    """The weights' precision: ``auto`` is ``half`` on CUDA and float32 elsewhere (CPUs gain nothing)."""
+    torch = torch_module()
+    if dtype not in DTYPES:
+        raise BeirxError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
+    if dtype == "auto":
+        dtype = half if device.type == "cuda" else "float32"
+    return getattr(torch, dtype)
+
+
+def length_batches(lengths: list[int], batch_size: int, sort: bool = True) -> list[list[int]]:
+    """Indices grouped into batches; with ``sort``, longest first so each batch pads to similar lengths.
+
+    Padding is wasted compute: a batch costs as much as its longest member times its size. Sorting by
+    length (as sentence-transformers' ``encode`` does) makes batches nearly pad-free; longest first puts
+    an out-of-memory failure at the very start rather than after an hour.
+    """
+    if batch_size < 1:
+        raise BeirxError(f"batch size must be at least 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i]) if sort else list(range(len(lengths)))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def pad(rows: list[list[int]], value: int, device) -> Any:
+    """Right-pad integer rows into one ``[len(rows), longest]`` tensor."""
+    torch = torch_module()
+    width = max(len(r) for r in rows)
+    out = torch.full((len(rows), width), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return out.to(device)
+
+
+def attention_mask(rows: list[list[int]], device) -> Any:
+    torch = torch_module()
+    width = max(len(r) for r in rows)
+    return torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=torch.long, device=device)
