@@ -2,4 +2,10 @@
 
 from beirx.registry import Registry
 
-TRANSLATORS = Registry("translator", {})
+TRANSLATORS = Registry("translator", {
+    "hf": "beirx.translate.backends.hf:HFTranslator",
+    "ctranslate2": "beirx.translate.backends.ctranslate2:CT2Translator",
+    "apertium": "beirx.translate.backends.apertium:ApertiumTranslator",
+    "google": "beirx.translate.backends.google:GoogleTranslator",
+    "deepl": "beirx.translate.backends.deepl:DeepLTranslator",
+})

@@ -18,6 +18,8 @@ class Translator(ABC):
     max_batch_size: ClassVar[int] = 32
     #: Whether the backend keeps placeholder tokens such as ``⟦0⟧`` intact (for verbatim URLs/numbers).
     keeps_placeholders: ClassVar[bool] = False
+    #: List price in USD per million source characters for paid APIs (``--dry-run``); None = no per-character charge.
+    cost_per_million_chars: ClassVar[float | None] = None
 
     def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
         self.src, self.tgt, self.model, self.options = src, tgt, model, options

@@ -1,0 +1,166 @@
+"""What the ``hf`` and ``ctranslate2`` backends share about Hugging Face seq2seq MT models: how each model
+family is told the language pair, how inputs are encoded and limited, and how a model is identified.
+
+Language conventions (detected from the tokenizer's vocabulary, so a local copy works like the Hub id):
+
+* NLLB-200: FLORES-200 codes. The source code is ``tokenizer.src_lang`` (``eng_Latn``: the tokenizer
+  prepends it); the target code is the first decoder token (``forced_bos_token_id`` in transformers,
+  ``target_prefix`` in CTranslate2). Codes come from the language pack (``pack.nllb_code``).
+* M2M100: ISO 639-1 codes as ``__pl__`` tokens, used the same way (``tokenizer.get_lang_id``).
+* Marian multi-target models (opus-mt-en-mul, opus-mt-tc-big-en-*): a ``>>pol<<`` (or ``>>pl<<``)
+  prefix on every source text, when the vocabulary has such tokens.
+* Other Marian models (opus-mt-en-es): one pair, nothing to add.
+
+Options ``src_code``/``tgt_code`` override the codes (e.g. ``tgt_code=pol_Latn``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from beirx.errors import BeirxError
+
+log = logging.getLogger(__name__)
+
+_HUGE = 1_000_000  # transformers' "no limit" model_max_length is ~1e30
+_MARIAN_TARGET = re.compile(r"^>>[\w-]+<<$")
+_DIGESTS: dict[tuple, str] = {}
+
+
+def iso3(lang: str) -> str | None:
+    from beirx.language_packs import get_pack
+
+    return getattr(get_pack(lang), "iso3", None)
+
+
+def nllb_code(lang: str) -> str | None:
+    from beirx.language_packs import get_pack
+
+    return getattr(get_pack(lang), "nllb_code", None)
+
+
+class ModelTokenizer:
+    """A Hugging Face tokenizer plus the language convention of its model family."""
+
+    def __init__(self, tokenizer, src: str, tgt: str, *, src_code: str | None = None, tgt_code: str | None = None,
+                 max_positions: int | None = None):
+        self.tokenizer = tokenizer
+        self.family, self.prefix, self.target_token = _convention(tokenizer, src, tgt, src_code, tgt_code)
+        self.target_token_id = tokenizer.convert_tokens_to_ids(self.target_token) if self.target_token else None
+        limits = [n for n in (getattr(tokenizer, "model_max_length", None), max_positions) if n and n < _HUGE]
+        self.max_tokens = min(limits) if limits else None
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text with the family's prefix and special tokens; never truncated."""
+        return self.tokenizer([self.prefix + t for t in texts], truncation=False)["input_ids"]
+
+    def count(self, text: str) -> int:
+        return len(self.encode([text])[0])
+
+    def check(self, ids: list[list[int]]) -> None:
+        """Refuse (never truncate) an input longer than the model's limit."""
+        longest = max((len(i) for i in ids), default=0)
+        if self.max_tokens and longest > self.max_tokens:
+            raise BeirxError(f"a segment has {longest} tokens, more than the model's limit of {self.max_tokens}; "
+                             "the pipeline splits long sentences, so pass segments through it")
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+    def describe(self) -> dict[str, Any]:
+        return {"family": self.family, "target_token": self.target_token, "source_prefix": self.prefix.strip() or None}
+
+
+def _convention(tokenizer, src: str, tgt: str, src_code: str | None, tgt_code: str | None):
+    """``(family, source prefix, target token)``; sets ``tokenizer.src_lang`` for NLLB and M2M100."""
+    vocab = tokenizer.get_vocab()
+    if "eng_Latn" in vocab or (tgt_code and "_" in tgt_code and tgt_code in vocab):
+        src_code, tgt_code = src_code or nllb_code(src), tgt_code or nllb_code(tgt)
+        for code, lang in ((src_code, src), (tgt_code, tgt)):
+            if not code or code not in vocab:
+                raise BeirxError(f"NLLB model: no FLORES-200 code for {lang!r} in its vocabulary "
+                                 f"(got {code!r}); pass --translator-option src_code=/tgt_code=")
+        tokenizer.src_lang = src_code
+        return "nllb", "", tgt_code
+    if "__en__" in vocab or f"__{tgt}__" in vocab:
+        src_code, tgt_code = src_code or src, tgt_code or tgt
+        for code in (src_code, tgt_code):
+            if f"__{code}__" not in vocab:
+                raise BeirxError(f"M2M100 model: language {code!r} is not in its vocabulary")
+        tokenizer.src_lang = src_code
+        return "m2m100", "", f"__{tgt_code}__"
+    targets = sorted(t for t in vocab if _MARIAN_TARGET.match(t))
+    if targets:
+        wanted = [tgt_code] if tgt_code else [tgt]
+        if not tgt_code and f">>{tgt}<<" not in vocab:
+            wanted.append(iso3(tgt))  # opus-mt-tc models use ISO 639-3 (>>pol<<)
+        for code in wanted:
+            if code and f">>{code}<<" in vocab:
+                return "marian-multi", f">>{code}<< ", None
+        raise BeirxError(f"multi-target model without a target token for {tgt!r} (tried "
+                         f"{', '.join(f'>>{c}<<' for c in wanted if c)}; it has e.g. {', '.join(targets[:8])})")
+    return "single-pair", "", None
+
+
+def model_revision(name_or_path: str) -> str:
+    """The model's commit hash when it comes from the Hugging Face cache, else a hash of its files."""
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        resolved = path.resolve()
+        if resolved.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", resolved.name):
+            return resolved.name
+        return folder_digest(resolved)
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(name_or_path, "config.json")
+    return Path(cached).parent.name if isinstance(cached, str) else "unknown"
+
+
+def folder_digest(folder: Path) -> str:
+    """``sha256:`` over the names and bytes of a model folder's files (config, weights, tokenizer);
+    memoised per (path, size, mtime) because weights are large."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
+                   and p.suffix not in {".md", ".lock"})
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        _DIGESTS[key] = "sha256:" + h.hexdigest()[:16]
+    return _DIGESTS[key]
+
+
+def default_model(src: str, tgt: str) -> str:
+    """The language pack's default translation model (from English only)."""
+    if src == "en":
+        from beirx.language_packs import get_pack
+
+        model = (getattr(get_pack(tgt), "models", None) or {}).get("translation_from_en")
+        if model:
+            return model
+    raise BeirxError(f"no default translation model for {src}->{tgt}: pass --model (a Hub id or a local folder)")
+
+
+def load_tokenizer(model: str, revision: str | None = None):
+    transformers = _require_transformers()
+    try:
+        return transformers.AutoTokenizer.from_pretrained(model, revision=revision)
+    except (OSError, ValueError) as exc:
+        raise BeirxError(f"cannot load the tokenizer of {model!r}: {exc}. Offline, pass a local model folder.") from exc
+
+
+def _require_transformers():
+    from beirx.errors import require
+
+    return require("transformers", "translate", "the hf and ctranslate2 translators")
+
+
+def as_int(value: Any, default: int | None = None) -> int | None:
+    return default if value is None or value == "" else int(value)

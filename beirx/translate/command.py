@@ -1,0 +1,132 @@
+"""``beirx translate``: machine-translate a BEIR dataset, keeping IDs and qrels, then score its quality.
+
+    beirx translate --dataset D --lang L [--src en] [--translator hf|ctranslate2|apertium|google|deepl]
+                    [--model M] [--fields corpus,queries] [--batch-size N] [--limit N] [--output DIR]
+
+The output defaults to ``$BEIRX_HOME/datasets/<name>-<lang>``, where ``beirx eval --dataset <name>
+--lang <lang>`` looks for it (a ``--limit`` preview goes to ``<name>-limit<N>-<lang>`` instead, so it is
+never taken for the full dataset). Rerunning an interrupted command resumes from the translation memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from beirx.errors import BeirxError
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataset", required=True, help="source dataset: BEIR folder, catalogue name or hf:ORG/NAME")
+    parser.add_argument("--lang", required=True, help="target language (ISO 639-1, e.g. pl, es)")
+    parser.add_argument("--src", default="en", help="source language (default en)")
+    parser.add_argument("--translator", default="hf",
+                        help="backend: hf, ctranslate2, apertium, google, deepl (default hf)")
+    parser.add_argument("--model", help="backend model: Hub id or folder (hf, ctranslate2), Apertium mode "
+                                        "(e.g. eng-cat_valencia); default: the language pack's model")
+    parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="backend option, repeatable (e.g. beam_size=1, device=cuda, compute_type=int8)")
+    parser.add_argument("--fields", default="corpus,queries",
+                        help="comma-separated fields to translate; the others are copied (default corpus,queries)")
+    parser.add_argument("--batch-size", type=int, help="segments per backend call (default: the backend's)")
+    parser.add_argument("--limit", type=int, help="translate only the first N records of each field (a preview)")
+    parser.add_argument("--output", type=Path, help="output folder (default: $BEIRX_HOME/datasets/<name>-<lang>)")
+    parser.add_argument("--memory", type=Path,
+                        help="translation memory (SQLite; default $BEIRX_HOME/translation_memory/memory.sqlite)")
+    parser.add_argument("--verbatim", default="auto", choices=("auto", "placeholders", "split", "off"),
+                        help="keep URLs/e-mails/numbers/code verbatim: placeholders the backend keeps, splitting "
+                             "around them, or off (default auto: placeholders if the backend keeps them)")
+    parser.add_argument("--verbatim-kinds", help="comma-separated subset of url,email,number,code "
+                                                 "(default: all with placeholders, url,email with split)")
+    parser.add_argument("--max-segment-tokens", type=int,
+                        help="cut segments to at most this many model tokens (default and cap: the model's limit)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="count segments and characters still to translate (and the cost of API backends); "
+                             "translate nothing")
+    parser.add_argument("--no-quality", action="store_true", help="skip the quality report after translating")
+    parser.add_argument("--quality-encoder", default="sentence-transformers/LaBSE",
+                        help="encoder of the quality report: Hub id or folder (default LaBSE)")
+    parser.add_argument("--quality-max-items", type=int,
+                        help="score a seeded random subset of at most N items per field (default: all)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def parse_options(pairs: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs; values stay strings (backends convert), except true/false."""
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BeirxError(f"--translator-option expects KEY=VALUE, got {pair!r}")
+        value = value.strip()
+        options[key.strip()] = {"true": True, "false": False}.get(value.lower(), value)
+    return options
+
+
+def _fields(text: str) -> tuple[str, ...]:
+    return tuple(f.strip() for f in text.split(",") if f.strip())
+
+
+def default_output(dataset, lang: str, limit: int | None) -> Path:
+    from beirx.data.cache import dataset_dir
+
+    name = dataset.name if limit is None else f"{dataset.name}-limit{limit}"
+    return dataset_dir(name, lang)
+
+
+def run(args) -> int:
+    from beirx.data.cache import cache_dir
+    from beirx.data.resolve import resolve_dataset
+    from beirx.translate import pipeline
+    from beirx.translate.backends import TRANSLATORS
+    from beirx.translate.memory import TranslationMemory
+
+    if args.lang == args.src:
+        raise BeirxError(f"--lang and --src are both {args.lang!r}")
+    dataset = resolve_dataset(args.dataset, lang=args.src)
+    kinds = _fields(args.verbatim_kinds) if args.verbatim_kinds else None
+    translator = TRANSLATORS.get(args.translator)(args.src, args.lang, args.model,
+                                                  **parse_options(args.translator_option))
+    memory_path = args.memory or cache_dir("translation_memory") / "memory.sqlite"
+    common = {"fields": _fields(args.fields), "limit": args.limit, "verbatim": args.verbatim,
+              "verbatim_kinds": kinds, "max_segment_tokens": args.max_segment_tokens}
+    progress = not (args.no_progress or getattr(args, "quiet", False))
+    with TranslationMemory(memory_path) as memory:
+        if args.dry_run:
+            print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
+            return 0
+        output = args.output or default_output(dataset, args.lang, args.limit)
+        manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
+                                              progress=progress, **common)
+    counts, timings = manifest["counts"], manifest["timings"]
+    print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
+          f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
+    print(f"segments: {counts['segments_total']} total, {counts['segments_unique']} unique, "
+          f"{counts['from_memory']} from memory, {counts['translated']} translated")
+    print(f"manifest: {output / pipeline.MANIFEST}")
+    if not args.no_quality:
+        _quality(dataset, output, args, progress)
+    return 0
+
+
+def _quality(source, output: Path, args, progress: bool) -> None:
+    """Run the quality stage on the written dataset; a failure there never undoes the translation."""
+    from beirx.data.dataset import BeirDataset
+
+    try:
+        from beirx.translate.quality import run_quality
+
+        translated = BeirDataset(output, name=source.name, lang=args.lang)
+        report = run_quality(source, translated, encoder=args.quality_encoder, src_lang=args.src,
+                             tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in _fields(args.fields)),
+                             show_progress=progress, max_items=args.quality_max_items)
+    except (BeirxError, OSError, ImportError) as exc:
+        log.warning("the translation is complete, but the quality report failed: %s", exc)
+        print(f"quality report: not written ({exc}); run  beirx quality {output} --source {source.root} "
+              f"--lang {args.lang} --encoder MODEL")
+        return
+    print(f"quality report: {report['output_dir']}")

@@ -1,0 +1,149 @@
+"""End to end with the real Apertium engine on real SciFact slices, through ``python -m beirx translate``:
+validation against the source, SIGKILL mid-run then resume with identical bytes, two runs on one memory.
+
+A slice is the first N SciFact documents, the queries judged on them and those judgements (written to a
+temp folder: SciFact is CC BY-NC and never copied into the repository). The end-to-end run takes 50
+documents in one batch; the kill and concurrency runs take 20 documents in batches of 30 segments (about
+8 batches), so there is a mid-run to kill without making the tests slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from beirx.data.validate import validate_dataset
+from conftest import REPO, write_beir
+
+pytestmark = pytest.mark.skipif(shutil.which("apertium") is None, reason="the apertium engine is not installed "
+                                "(apt install apertium apertium-eng-spa)")
+BATCH = "30"
+FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels/train.tsv")
+
+
+def make_slice(scifact_dir: Path, root: Path, n_docs: int) -> Path:
+    from beirx.translate.backends.apertium import installed_modes
+
+    if "eng-spa" not in installed_modes():
+        pytest.skip("Apertium pair eng-spa is not installed (apt install apertium-eng-spa)")
+    docs = []
+    with open(scifact_dir / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            docs.append(json.loads(line))
+            if len(docs) == n_docs:
+                break
+    ids = {d["_id"] for d in docs}
+    qrels = {}
+    for split in ("test", "train"):
+        rows = [line.split("\t") for line in (scifact_dir / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]]
+        qrels[split] = [(q, d, int(s)) for q, d, s in rows if d in ids]
+    judged = {q for rows in qrels.values() for q, _, _ in rows}
+    queries = [json.loads(line) for line in (scifact_dir / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    return write_beir(root, docs, [q for q in queries if q["_id"] in judged], qrels)
+
+
+@pytest.fixture(scope="module")
+def scifact50(scifact_dir, tmp_path_factory) -> Path:
+    return make_slice(scifact_dir, tmp_path_factory.mktemp("scifact") / "scifact50", 50)
+
+
+@pytest.fixture(scope="module")
+def scifact_slice(scifact_dir, tmp_path_factory) -> Path:
+    return make_slice(scifact_dir, tmp_path_factory.mktemp("scifact") / "scifact20", 20)
+
+
+def command(src: Path, out: Path, memory: Path, batch: str | None = BATCH) -> list[str]:
+    return [sys.executable, "-m", "beirx", "translate", "--dataset", str(src), "--lang", "es", "--translator",
+            "apertium", "--output", str(out), "--memory", str(memory), "--no-quality", "--no-progress", "-q",
+            *(["--batch-size", batch] if batch else [])]
+
+
+def env(home: Path) -> dict[str, str]:
+    return {**os.environ, "BEIRX_HOME": str(home), "PYTHONPATH": str(REPO)}
+
+
+def manifest(out: Path) -> dict:
+    return json.loads((out / "translation.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def reference(scifact_slice, tmp_path_factory) -> Path:
+    """An uninterrupted run of the command that the kill and concurrency tests run."""
+    base = tmp_path_factory.mktemp("reference")
+    out = base / "out"
+    subprocess.run(command(scifact_slice, out, base / "tm.sqlite"), env=env(base), check=True, timeout=120)
+    return out
+
+
+def test_translates_real_scifact_and_validates(scifact50, tmp_path):
+    reference = tmp_path / "out"
+    subprocess.run(command(scifact50, reference, tmp_path / "tm.sqlite", batch=None), env=env(tmp_path),
+                   check=True, timeout=120)
+    report = validate_dataset(reference, against=scifact50)
+    assert report.ok, report.errors
+    src = [json.loads(x) for x in (scifact50 / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    out = [json.loads(x) for x in (reference / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [d["_id"] for d in out] == [d["_id"] for d in src]
+    assert all(o["text"] != s["text"] for o, s in zip(out, src))
+    words = " ".join(o["text"] for o in out).split()
+    assert words.count("de") > 200 and words.count("the") < 20  # Spanish now
+    assert sum("*" in w for w in words) < 10  # unknown-word marks dropped (-u)
+    m = manifest(reference)
+    assert m["translator"]["model"] == "eng-spa" and m["translator"]["revision"].startswith("sha256:")
+    assert m["counts"]["translated"] == m["counts"]["segments_unique"] > 400 and m["counts"]["batches"] <= 2
+    assert m["source"]["checksum"].startswith("sha256:")
+
+
+def test_sigkill_mid_run_then_resume_gives_identical_bytes(scifact_slice, reference, tmp_path):
+    out, memory = tmp_path / "out", tmp_path / "tm.sqlite"
+    proc = subprocess.Popen(command(scifact_slice, out, memory), env=env(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    rows = 0
+    deadline = time.time() + 60
+    while rows == 0 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        if memory.exists():
+            try:
+                with sqlite3.connect(memory, timeout=5) as conn:
+                    rows = conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
+            except sqlite3.OperationalError:  # tables not created yet
+                rows = 0
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    assert not (out / "corpus.jsonl").exists()
+    with sqlite3.connect(memory) as conn:
+        done = conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
+    assert done > 0 and done % int(BATCH) == 0  # whole batches only
+
+    subprocess.run(command(scifact_slice, out, memory), env=env(tmp_path), check=True, timeout=120)
+    counts = manifest(out)["counts"]
+    assert counts["from_memory"] == done
+    assert counts["translated"] == counts["segments_unique"] - done  # only what was missing
+    for name in FILES:
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_two_concurrent_runs_share_one_memory(scifact_slice, reference, tmp_path):
+    memory = tmp_path / "tm.sqlite"
+    procs = [subprocess.Popen(command(scifact_slice, tmp_path / f"out{i}", memory), env=env(tmp_path))
+             for i in (1, 2)]
+    assert [p.wait(120) for p in procs] == [0, 0]
+    unique = manifest(reference)["counts"]["segments_unique"]
+    with sqlite3.connect(memory) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0] == unique
+    for i in (1, 2):
+        counts = manifest(tmp_path / f"out{i}")["counts"]
+        assert counts["from_memory"] + counts["translated"] == unique
+        for name in FILES:
+            assert (tmp_path / f"out{i}" / name).read_bytes() == (reference / name).read_bytes(), name
