@@ -50,3 +50,25 @@ def write_json(path: Path | str, obj: Any) -> None:
     with atomic_writer(path) as fh:
         json.dump(obj, fh, ensure_ascii=False, indent=2)
         fh.write("\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(target: Path | str) -> Iterator[Path]:
+    """Yield a temp folder beside ``target``; when the block completes it replaces ``target`` whole.
+
+    A crash or error leaves ``target`` as it was (and removes the temp folder), so a half-built index,
+    export or extraction is never mistaken for a complete one.
+    """
+    import shutil
+
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

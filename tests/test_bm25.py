@@ -2,35 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.evaluate.retrievers.bm25 import BM25Retriever, top_k
+from tests.bm25_reference import WhitespacePack, lucene_bm25
 from tests.conftest import write_beir
-
-
-class WhitespacePack:
-    """A stand-in language pack: lowercase whitespace tokens, so scores can be computed by hand."""
-
-    code = "xx"
-
-    def analyze(self, text):
-        return text.lower().split()
-
-    def analyzer(self):
-        return self.analyze
-
-    def describe(self):
-        return {"code": self.code, "tokenizer": "whitespace"}
-
-
-def lucene_bm25(tf, dl, avgdl, df, n, k1=1.2, b=0.75):
-    """Lucene >= 8 BM25: idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))."""
-    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-    return idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))
 
 
 @pytest.fixture

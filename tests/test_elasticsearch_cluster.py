@@ -10,7 +10,6 @@ always scores with 1.2 and 0.75), so scores with other values are checked on a r
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 
@@ -26,6 +25,7 @@ from beirx.evaluate.retrievers.elasticsearch import ElasticsearchRetriever
 from beirx.evaluate.runs import ranked
 from beirx.language_packs import get_pack
 from elasticsearch_server import noida_binary, noida_elasticsearch
+from tests.bm25_reference import WhitespacePack, lucene_bm25
 from tests.conftest import write_beir
 
 
@@ -59,26 +59,6 @@ def prefix(es_url):
 
 def make(pack, es_url, prefix, **params) -> ElasticsearchRetriever:
     return ElasticsearchRetriever(pack, url=es_url, index_prefix=prefix, show_progress=False, **params)
-
-
-class WhitespacePack:
-    """Lowercase whitespace tokens, so scores can be computed by hand."""
-
-    code = "xx"
-
-    def analyze(self, text):
-        return text.lower().split()
-
-    def analyzer(self):
-        return self.analyze
-
-    def describe(self):
-        return {"code": self.code, "tokenizer": "whitespace"}
-
-
-def lucene_bm25(tf, dl, avgdl, df, n, k1=1.2, b=0.75):
-    """Lucene >= 8 BM25 (what Elasticsearch computes): idf * tf / (tf + k1 * (1 - b + b * dl / avgdl))."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
 
 
 def assert_proportional(got: dict[str, float], expected: dict[str, float], k1: float = 1.2) -> None:

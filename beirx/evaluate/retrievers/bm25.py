@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from beirx.atomic import atomic_dir
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
@@ -135,21 +133,13 @@ class BM25Retriever(Retriever):
         log.info("indexed %d documents (%s)", len(self.doc_ids), ", ".join(f"{f}: {len(tokens[f])}" for f in names))
 
     def _save(self, target: Path) -> None:
-        """Write to a temp folder and rename, so a half-written index is never taken as complete."""
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
+        """Written through a temp folder, so a half-written index is never taken as complete."""
+        with atomic_dir(target) as tmp:
             for field, fi in self._fields.items():
                 fi.bm25.save(tmp / field, show_progress=False)
                 np.save(tmp / field / "positions.npy", fi.positions)
             (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
             (tmp / "COMPLETE").write_text(json.dumps(self.describe()), encoding="utf-8")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     def _load(self, source: Path) -> None:
         import bm25s
