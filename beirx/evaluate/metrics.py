@@ -51,6 +51,11 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
     k_values = sorted(set(int(k) for k in k_values))
     if ignore_identical_ids:
         run = drop_identical_ids(run)
+        self_relevant = [qid for qid, docs in qrels.items() if docs.get(qid, 0) > 0]
+        if self_relevant:
+            log.warning("ignore_identical_ids removes %d documents judged relevant to the query with the same ID "
+                        "(e.g. %s): the IDs of queries and documents may collide by accident", len(self_relevant),
+                        self_relevant[0])
     judged = {qid: docs for qid, docs in qrels.items() if any(rel > 0 for rel in docs.values())}
     missing = sorted(qid for qid in judged if not run.get(qid))
     if missing:

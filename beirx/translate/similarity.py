@@ -23,7 +23,7 @@ import numpy as np
 
 from beirx.data.cache import cache_dir
 from beirx.errors import require
-from beirx.evaluate.embeddings_cache import EmbeddingCache
+from beirx.evaluate.embeddings_cache import EmbeddingCache, length_order
 from beirx.evaluate.model_files import resolve_model
 from beirx.evaluate.retrievers.base import cache_key
 from beirx.evaluate.retrievers.dense import model_prompts
@@ -92,8 +92,9 @@ class PairEncoder:
         dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         meta = {"model": self.files.name, "revision": self.files.revision, "prompt": prompt,
                 "max_length": self.max_length, "texts": len(texts), "purpose": "translation quality"}
+        order = length_order([len(t) for t in texts])
         matrix, _ = cache.build([str(i) for i in range(len(texts))], texts, lambda batch: self._encode(batch, prompt),
-                                dim, self.batch_size, meta, show_progress=self.show_progress)
+                                dim, self.batch_size, meta, order, show_progress=self.show_progress)
         return np.asarray(matrix)
 
     def similarities(self, sources: list[str], translations: list[str], role: str, label: str) -> np.ndarray:

@@ -4,4 +4,6 @@ from beirx.registry import Registry
 
 RETRIEVERS = Registry("retriever", {
     "bm25": "beirx.evaluate.retrievers.bm25:BM25Retriever",
+    "elasticsearch": "beirx.evaluate.retrievers.elasticsearch:ElasticsearchRetriever",
+    "dense": "beirx.evaluate.retrievers.dense:DenseRetriever",
 })

@@ -1,0 +1,229 @@
+"""Dense (bi-encoder) retrieval with any sentence-transformers model, exact search, cached embeddings.
+
+What is encoded, and why:
+
+- Documents are ``(title + " " + text).strip()``, exactly what BEIR's ``SentenceBERT.encode_corpus``
+  feeds the model (Thakur et al. 2021), so numbers are comparable with BEIR's dense baselines.
+- Prompts: models trained with prefixes lose much of their quality without them (E5: ``"query: "`` and
+  ``"passage: "``, Wang et al. 2022). They come from the model's ``config_sentence_transformers.json``
+  ``prompts`` (``query``; ``document``/``passage``/``corpus`` for documents, as sentence-transformers'
+  ``encode_query``/``encode_document`` choose them), else from :data:`KNOWN_PROMPTS` for E5 checkpoints
+  published without that file, else none; ``query_prompt``/``passage_prompt`` override (``""`` = none).
+- Similarity: ``cosine`` (embeddings L2-normalised, then inner product) or ``dot`` (raw inner product);
+  default the model's ``similarity_fn_name``, else cosine.
+
+Search is exact (no approximate index): :func:`beirx.evaluate.knn.exact_search` walks the memory-mapped
+embeddings in chunks, so memory stays bounded at any corpus size and results equal brute force.
+Document embeddings are cached by :mod:`beirx.evaluate.embeddings_cache`, keyed by model, revision,
+passage prompt, max length, similarity, precision and the corpus file's checksum.
+
+Device: CUDA when available (fp16 weights there, recorded as ``precision``), else CPU in fp32.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from beirx.data.cache import cache_dir
+from beirx.data.dataset import BeirDataset
+from beirx.data.download import file_lock
+from beirx.data.records import Doc, Query
+from beirx.errors import BeirxError, require
+from beirx.evaluate.embeddings_cache import EmbeddingCache, corpus_checksum, encode_into, length_order
+from beirx.evaluate.knn import exact_search, id_tie_ranks
+from beirx.evaluate.model_files import ModelFiles, resolve_model
+from beirx.evaluate.retrievers.base import Retriever, cache_key
+from beirx.evaluate.runs import Run
+
+log = logging.getLogger(__name__)
+
+SIMILARITIES = ("cosine", "dot")
+_CACHE_FORMAT = 1
+# Checkpoints trained with prefixes but often published without a prompts config (Wang et al. 2022).
+KNOWN_PROMPTS = (
+    (re.compile(r"(^|/)(multilingual-)?e5-(small|base|large)(-v2)?$", re.IGNORECASE),
+     {"query": "query: ", "passage": "passage: "}),
+)
+_LOADED: dict[tuple, Any] = {}  # one loaded model per (folder, device, precision), shared across a grid
+
+
+def document_text(doc: Doc) -> str:
+    """What the model encodes for a document: BEIR's ``(title + " " + text).strip()``."""
+    return f"{doc.title} {doc.text}".strip()
+
+
+def model_prompts(files: ModelFiles) -> dict[str, str]:
+    """The ``query``/``passage`` prompts the model's own files (or :data:`KNOWN_PROMPTS`) define."""
+    prompts = files.read_json("config_sentence_transformers.json").get("prompts") or {}
+    found: dict[str, str] = {}
+    if "query" in prompts:
+        found["query"] = prompts["query"]
+    for name in ("document", "passage", "corpus"):
+        if name in prompts:
+            found["passage"] = prompts[name]
+            break
+    if not found:
+        for pattern, known in KNOWN_PROMPTS:
+            if pattern.search(files.name.rstrip("/")):
+                return dict(known)
+    return found
+
+
+def _load_model(folder, device: str, fp16: bool):
+    key = (str(folder), device, fp16)
+    if key not in _LOADED:
+        st = require("sentence_transformers", "neural", "dense retrieval")
+        model = st.SentenceTransformer(str(folder), device=device)
+        if fp16:
+            model.half()
+        model.eval()
+        _LOADED[key] = model
+    return _LOADED[key]
+
+
+class DenseRetriever(Retriever):
+    name = "dense"
+
+    def __init__(self, pack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
+                 passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
+                 batch_size: int = 32, device: str | None = None, sort_by_length: bool = True,
+                 chunk_rows: int | None = None, use_cache: bool = True, show_progress: bool = True):
+        model = model or (getattr(pack, "models", {}) or {}).get("dense")
+        if not model:
+            raise BeirxError("dense retrieval needs a model: pass --model (a sentence-transformers folder or Hub id)")
+        if similarity is not None and similarity not in SIMILARITIES:
+            raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
+        require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
+        self.pack = pack
+        self.files = resolve_model(str(model), revision)
+        prompts = model_prompts(self.files)
+        self.query_prompt = prompts.get("query", "") if query_prompt is None else query_prompt
+        self.passage_prompt = prompts.get("passage", "") if passage_prompt is None else passage_prompt
+        st_config = self.files.read_json("config_sentence_transformers.json")
+        self.similarity = similarity or st_config.get("similarity_fn_name") or "cosine"
+        if self.similarity not in SIMILARITIES:
+            raise BeirxError(f"model {model} uses {self.similarity!r} similarity; pass --similarity cosine or dot")
+        self.max_length = int(max_length or self.files.read_json("sentence_bert_config.json").get("max_seq_length") or 512)
+        self.batch_size = int(batch_size)
+        self.device = device
+        self.sort_by_length = sort_by_length
+        self.chunk_rows = chunk_rows
+        self.use_cache = use_cache
+        self.show_progress = show_progress
+        self.doc_ids: list[str] = []
+        self.embeddings: np.ndarray | None = None
+        self.loaded_from_cache = False
+        self.encode_seconds: float | None = None
+
+    # -- identity ------------------------------------------------------------------------------
+    def _device(self) -> str:
+        if self.device is None:
+            torch = require("torch", "neural", "dense retrieval")
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self.device
+
+    @property
+    def precision(self) -> str:
+        return "float16" if self._device().startswith("cuda") else "float32"
+
+    def describe(self) -> dict[str, Any]:
+        return {"retriever": self.name, "model": self.files.name, "revision": self.files.revision,
+                "implementation": f"sentence-transformers {importlib.metadata.version('sentence-transformers')}",
+                "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
+                "similarity": self.similarity, "max_length": self.max_length, "precision": self.precision,
+                "document_text": "(title + ' ' + text).strip()", "search": "exact"}
+
+    def model(self):
+        model = _load_model(self.files.folder, self._device(), self.precision == "float16")
+        model.max_seq_length = self.max_length
+        return model
+
+    # -- encoding ------------------------------------------------------------------------------
+    def encode(self, texts: list[str], prompt: str) -> np.ndarray:
+        """Embeddings of ``texts`` with ``prompt`` prepended (L2-normalised for cosine), float32."""
+        vectors = self.model().encode(texts, prompt=prompt, batch_size=self.batch_size, convert_to_numpy=True,
+                                      normalize_embeddings=self.similarity == "cosine", show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encoding_order(self, texts: list[str]) -> np.ndarray:
+        """Longest first by token count (with the passage prompt, capped at ``max_length``), or corpus order.
+
+        Tokens, not characters: they are what a batch is padded to, and characters are a poor proxy for
+        them (numbers, formulas and non-Latin scripts); on SciFact, sorting by characters leaves a third of
+        the padding saving on the table.
+        """
+        if not self.sort_by_length:
+            return np.arange(len(texts), dtype=np.int64)
+        tokenizer = self.model().tokenizer
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        for start in range(0, len(texts), 4096):
+            encoded = tokenizer([self.passage_prompt + t for t in texts[start:start + 4096]], truncation=True,
+                                max_length=self.max_length)["input_ids"]
+            lengths[start:start + len(encoded)] = [len(ids) for ids in encoded]
+        return length_order(lengths)
+
+    def index(self, dataset: BeirDataset) -> None:
+        """Load the corpus embeddings from the cache, or encode them (resuming an interrupted encoding)."""
+        meta = {"model": self.files.name, "revision": self.files.revision, "passage_prompt": self.passage_prompt,
+                "max_length": self.max_length, "similarity": self.similarity, "precision": self.precision,
+                "corpus": corpus_checksum(dataset.corpus_path), "document_text": "(title + ' ' + text).strip()",
+                "format": _CACHE_FORMAT}
+        label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset.name}-{Path(self.files.name).name}")[-80:]
+        cache = EmbeddingCache(cache_dir("embeddings"), label, cache_key(meta))
+        if not self.use_cache:
+            self._encode_corpus(dataset, None, meta)
+            return
+        with file_lock(cache.lock):  # another job encoding the same corpus finishes first; then this one loads
+            if cache.exists():
+                self.embeddings, self.doc_ids = cache.load()
+                self.loaded_from_cache = True
+                log.info("loaded %d document embeddings from %s", len(self.doc_ids), cache.folder)
+                return
+            self._encode_corpus(dataset, cache, meta)
+
+    def _encode_corpus(self, dataset: BeirDataset, cache: EmbeddingCache | None, meta: dict[str, Any]) -> None:
+        """Encode every document, into ``cache`` (resumable) or, without one, into memory."""
+        docs = list(dataset.iter_corpus())
+        doc_ids = [d.id for d in docs]
+        texts = [document_text(d) for d in docs]
+        del docs
+        model = self.model()
+        # renamed in sentence-transformers 6 (get_sentence_embedding_dimension before)
+        dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        dim = dim()
+        start = time.perf_counter()
+
+        def encode_batch(batch: list[str]) -> np.ndarray:
+            return self.encode(batch, self.passage_prompt)
+
+        order = self.encoding_order(texts)
+        if cache is not None:
+            self.embeddings, self.doc_ids = cache.build(doc_ids, texts, encode_batch, dim, self.batch_size, meta,
+                                                        order, self.show_progress)
+        else:
+            matrix = np.zeros((len(texts), dim), dtype=np.float32)
+            encode_into(matrix, texts, encode_batch, self.batch_size, order, show_progress=self.show_progress,
+                        desc=f"encode {self.files.name}")
+            self.embeddings, self.doc_ids = matrix, doc_ids
+        self.encode_seconds = round(time.perf_counter() - start, 3)
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self, queries: dict[str, Query], k: int) -> Run:
+        if self.embeddings is None:
+            raise BeirxError("dense index is empty: call index(dataset) first")
+        qids = list(queries)
+        if not qids:
+            return {}
+        vectors = self.encode([queries[q].text for q in qids], self.query_prompt)
+        indices, scores = exact_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids),
+                                       chunk_rows=self.chunk_rows)
+        ids = self.doc_ids
+        return {qid: {ids[i]: float(s) for i, s in zip(row_idx.tolist(), row_scores.tolist())}
+                for qid, row_idx, row_scores in zip(qids, indices, scores)}
