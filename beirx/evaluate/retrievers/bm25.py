@@ -45,6 +45,15 @@ FIELD_MODES = ("flat", "multifield")
 _INDEX_FORMAT = 1
 
 
+def _bm25s():
+    """Import bm25s lazily; it sets its own logger to DEBUG on import, which beirx puts back to WARNING."""
+    import bm25s
+
+    debugging = logging.getLogger().level == logging.DEBUG
+    logging.getLogger("bm25s").setLevel(logging.DEBUG if debugging else logging.WARNING)
+    return bm25s
+
+
 class _FieldIndex:
     """One bm25s index over the documents that have a non-empty field, mapped back to corpus positions."""
 
@@ -78,7 +87,7 @@ class BM25Retriever(Retriever):
         self.loaded_from_cache = False
 
     def describe(self) -> dict[str, Any]:
-        import bm25s
+        bm25s = _bm25s()
 
         return {"retriever": self.name, "implementation": f"bm25s {bm25s.__version__} (method=lucene)",
                 "k1": self.k1, "b": self.b, "fields": self.fields,
@@ -90,7 +99,7 @@ class BM25Retriever(Retriever):
         return ("contents",) if self.fields == "flat" else ("title", "text")
 
     def index(self, dataset: BeirDataset) -> None:
-        import bm25s
+        bm25s = _bm25s()
 
         key = cache_key(_INDEX_FORMAT, dataset.checksum(), self.pack.describe(), self.k1, self.b, self.fields,
                         bm25s.__version__)
@@ -106,7 +115,7 @@ class BM25Retriever(Retriever):
             self._save(self.index_dir)
 
     def _build(self, dataset: BeirDataset) -> None:
-        import bm25s
+        bm25s = _bm25s()
 
         analyze = self.pack.analyzer()
         names = self._field_names()
@@ -142,7 +151,7 @@ class BM25Retriever(Retriever):
             (tmp / "COMPLETE").write_text(json.dumps(self.describe()), encoding="utf-8")
 
     def _load(self, source: Path) -> None:
-        import bm25s
+        bm25s = _bm25s()
 
         self.doc_ids = json.loads((source / "doc_ids.json").read_text(encoding="utf-8"))
         self._fields = {}
