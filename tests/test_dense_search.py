@@ -83,3 +83,17 @@ def test_interrupted_encoding_resumes_and_publishes_only_when_complete(tmp_path)
     assert json.loads((cache.folder / "meta.json").read_text()) == {"model": "m"}
     again, _ = EmbeddingCache(tmp_path, "label", "key").load()
     assert np.array_equal(np.asarray(again), expected)
+
+
+def test_faiss_search_equals_exact_search():
+    pytest.importorskip("faiss")
+    from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
+
+    rng = np.random.default_rng(5)
+    corpus = rng.standard_normal((2000, 24)).astype(np.float32)
+    queries = rng.standard_normal((17, 24)).astype(np.float32)
+    ties = id_tie_ranks([f"d{i:05d}" for i in range(2000)])
+    exact_idx, exact_scores = exact_search(queries, corpus, 50, ties, chunk_rows=300)
+    faiss_idx, faiss_scores = faiss_search(queries, corpus, 50, ties)
+    assert (faiss_idx == exact_idx).all()
+    np.testing.assert_allclose(faiss_scores, exact_scores, rtol=1e-5, atol=1e-5)

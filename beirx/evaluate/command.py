@@ -47,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     dense.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; '' = none)")
     dense.add_argument("--passage-prompt", help="text put before each document (default: the model's; '' = none)")
     dense.add_argument("--similarity", choices=("cosine", "dot"), help="default: the model's similarity function")
+    dense.add_argument("--search", choices=("exact", "faiss"), default="exact",
+                       help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
     dense.add_argument("--max-length", type=int, help="tokens per text (default: the model's max_seq_length)")
     dense.add_argument("--batch-size", type=int, default=32, help="encoding batch size (default 32)")
     dense.add_argument("--device", help="cpu, cuda, cuda:1 ... for dense encoders and rerankers (default: cuda when available)")
@@ -91,6 +93,8 @@ def _retriever_params(name: str, args) -> dict:
         params = {k: v for k, v in params.items() if v is not None}
         if args.batch_size != 32:
             params["batch_size"] = args.batch_size
+        if args.search != "exact":
+            params["search"] = args.search
         return params
     return {}
 

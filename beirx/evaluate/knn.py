@@ -11,6 +11,9 @@ Ties follow the evaluation order used everywhere in beirx (pytrec_eval/trec_eval
 then document ID descending. When a chunk's k-th score is tied, that query's chunk row is ranked exactly
 with that key, so a tied document is never kept or dropped by accident of position.
 
+:func:`faiss_search` is the optional faiss path (``pip install 'beirx[faiss]'``): exact as well, faster,
+but it holds the whole matrix in memory.
+
 Scores are inner products ``q . d``; cosine similarity is the inner product of L2-normalised vectors,
 so callers normalise before storing (see :mod:`beirx.evaluate.retrievers.dense`).
 """
@@ -92,3 +95,23 @@ def exact_search(queries: np.ndarray, corpus: np.ndarray, k: int, tie_ranks: np.
         out_idx[q0:q0 + q.shape[0]] = best_idx
         out_scores[q0:q0 + q.shape[0]] = best_scores
     return out_idx, out_scores
+
+
+def faiss_search(queries: np.ndarray, corpus: np.ndarray, k: int, tie_ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` by inner product with faiss's exact ``IndexFlatIP`` (SIMD/BLAS; the whole matrix in RAM).
+
+    Same scores as :func:`exact_search` up to float32 rounding (~1e-6, which can swap near-ties); within
+    the k returned, ties are re-ordered into the evaluation
+    order, but which of several documents tied *at the cut* faiss keeps is faiss's choice (exact_search
+    keeps the higher document IDs). Use it for speed when the corpus matrix fits in memory.
+    """
+    from beirx.errors import require
+
+    faiss = require("faiss", "faiss", "faiss search")
+    corpus = np.ascontiguousarray(corpus, dtype=np.float32)
+    index = faiss.IndexFlatIP(corpus.shape[1])
+    index.add(corpus)
+    k = min(int(k), corpus.shape[0])
+    scores, idx = index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+    order = np.lexsort((tie_ranks[idx], scores), axis=-1)[:, ::-1]
+    return np.take_along_axis(idx, order, axis=1).astype(np.int64), np.take_along_axis(scores, order, axis=1)

@@ -37,7 +37,7 @@ from beirx.data.download import file_lock
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
 from beirx.evaluate.embeddings_cache import EmbeddingCache, corpus_checksum, encode_into, length_order
-from beirx.evaluate.knn import exact_search, id_tie_ranks
+from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
 from beirx.evaluate.model_files import ModelFiles, resolve_model
 from beirx.evaluate.retrievers.base import Retriever, cache_key
 from beirx.evaluate.runs import Run
@@ -45,6 +45,7 @@ from beirx.evaluate.runs import Run
 log = logging.getLogger(__name__)
 
 SIMILARITIES = ("cosine", "dot")
+SEARCH_BACKENDS = ("exact", "faiss")
 _CACHE_FORMAT = 1
 # Checkpoints trained with prefixes but often published without a prompts config (Wang et al. 2022).
 KNOWN_PROMPTS = (
@@ -94,7 +95,8 @@ class DenseRetriever(Retriever):
     def __init__(self, pack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
                  passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
                  batch_size: int = 32, device: str | None = None, sort_by_length: bool = True,
-                 chunk_rows: int | None = None, use_cache: bool = True, show_progress: bool = True):
+                 chunk_rows: int | None = None, search: str = "exact", use_cache: bool = True,
+                 show_progress: bool = True):
         model = model or (getattr(pack, "models", {}) or {}).get("dense")
         if not model:
             raise BeirxError("dense retrieval needs a model: pass --model (a sentence-transformers folder or Hub id)")
@@ -115,6 +117,9 @@ class DenseRetriever(Retriever):
         self.device = device
         self.sort_by_length = sort_by_length
         self.chunk_rows = chunk_rows
+        if search not in SEARCH_BACKENDS:
+            raise BeirxError(f"search must be one of {', '.join(SEARCH_BACKENDS)}, got {search!r}")
+        self.search_backend = search
         self.use_cache = use_cache
         self.show_progress = show_progress
         self.doc_ids: list[str] = []
@@ -138,7 +143,7 @@ class DenseRetriever(Retriever):
                 "implementation": f"sentence-transformers {importlib.metadata.version('sentence-transformers')}",
                 "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
                 "similarity": self.similarity, "max_length": self.max_length, "precision": self.precision,
-                "document_text": "(title + ' ' + text).strip()", "search": "exact"}
+                "document_text": "(title + ' ' + text).strip()", "search": self.search_backend}
 
     def model(self):
         model = _load_model(self.files.folder, self._device(), self.precision == "float16")
@@ -222,8 +227,11 @@ class DenseRetriever(Retriever):
         if not qids:
             return {}
         vectors = self.encode([queries[q].text for q in qids], self.query_prompt)
-        indices, scores = exact_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids),
-                                       chunk_rows=self.chunk_rows)
+        if self.search_backend == "faiss":
+            indices, scores = faiss_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids))
+        else:
+            indices, scores = exact_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids),
+                                           chunk_rows=self.chunk_rows)
         ids = self.doc_ids
         return {qid: {ids[i]: float(s) for i, s in zip(row_idx.tolist(), row_scores.tolist())}
                 for qid, row_idx, row_scores in zip(qids, indices, scores)}
