@@ -94,3 +94,17 @@ def tiny_dataset(tmp_path) -> Path:
     ]
     qrels = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
     return write_beir(tmp_path / "tiny", corpus, queries, qrels)
+
+
+@pytest.fixture
+def fields_dataset(tmp_path):
+    """Three documents whose BM25 scores are worked out by hand in the BM25 tests (one has no title)."""
+    from beirx.data.dataset import BeirDataset
+
+    corpus = [
+        {"_id": "a", "title": "red apple", "text": "apple apple pie"},
+        {"_id": "b", "title": "", "text": "green apple tree in the garden"},
+        {"_id": "c", "title": "pie", "text": "cherry pie"},
+    ]
+    return BeirDataset(write_beir(tmp_path / "fields", corpus, [{"_id": "q", "text": "apple pie"}],
+                                  {"test": [("q", "a", 1)]}))

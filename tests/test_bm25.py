@@ -4,22 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.evaluate.retrievers.bm25 import BM25Retriever, top_k
 from tests.bm25_reference import WhitespacePack, lucene_bm25
-from tests.conftest import write_beir
-
-
-@pytest.fixture
-def fields_dataset(tmp_path):
-    corpus = [
-        {"_id": "a", "title": "red apple", "text": "apple apple pie"},
-        {"_id": "b", "title": "", "text": "green apple tree in the garden"},
-        {"_id": "c", "title": "pie", "text": "cherry pie"},
-    ]
-    return BeirDataset(write_beir(tmp_path / "fields", corpus, [{"_id": "q", "text": "apple pie"}],
-                                  {"test": [("q", "a", 1)]}))
 
 
 def test_flat_scores_match_lucene_formula(fields_dataset):

@@ -71,17 +71,6 @@ def assert_proportional(got: dict[str, float], expected: dict[str, float], k1: f
     assert ratios == pytest.approx([c] * len(ratios), rel=1e-5)
 
 
-@pytest.fixture
-def fields_dataset(tmp_path):
-    corpus = [
-        {"_id": "a", "title": "red apple", "text": "apple apple pie"},
-        {"_id": "b", "title": "", "text": "green apple tree in the garden"},
-        {"_id": "c", "title": "pie", "text": "cherry pie"},
-    ]
-    return BeirDataset(write_beir(tmp_path / "fields", corpus, [{"_id": "q", "text": "apple pie"}],
-                                  {"test": [("q", "a", 1)]}))
-
-
 def test_flat_scores_are_lucenes_bm25(es_url, prefix, fields_dataset):
     es = make(WhitespacePack(), es_url, prefix, analysis="client", fields="flat")
     es.index(fields_dataset)

@@ -7,20 +7,17 @@ results file and translation manifest.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
+from beirx.checksums import files_checksum
 from beirx.data import beir_io
 from beirx.data.records import Doc, Qrels, Query
 from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
-
-_CHECKSUM_CACHE: dict[tuple, str] = {}
-
 
 class BeirDataset:
     """A BEIR-layout folder. ``name`` and ``lang`` are labels used in results and cache keys."""
@@ -97,16 +94,5 @@ class BeirDataset:
 
     # -- identity ----------------------------------------------------------------------------
     def checksum(self) -> str:
-        """``sha256:<hex>`` over the data files; memoised per (path, size, mtime)."""
-        files = self.data_files()
-        key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-        if key not in _CHECKSUM_CACHE:
-            h = hashlib.sha256()
-            for path in files:
-                h.update(path.relative_to(self.root).as_posix().encode() + b"\0")
-                with open(path, "rb") as fh:
-                    for block in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(block)
-                h.update(b"\0")
-            _CHECKSUM_CACHE[key] = "sha256:" + h.hexdigest()
-        return _CHECKSUM_CACHE[key]
+        """``sha256:<hex>`` over the data files (see :mod:`beirx.checksums`)."""
+        return files_checksum(self.root, self.data_files())

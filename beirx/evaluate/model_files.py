@@ -8,18 +8,16 @@ embeddings. Both are found without importing torch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from beirx.checksums import files_checksum
 from beirx.errors import BeirxError, require
 
 log = logging.getLogger(__name__)
-
-_FOLDER_SUMS: dict[tuple, str] = {}
 
 
 @dataclass(frozen=True)
@@ -41,16 +39,7 @@ class ModelFiles:
 def folder_checksum(folder: Path) -> str:
     """``sha256:<hex>`` over the relative paths and bytes of every file below ``folder`` (READMEs excluded)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))
-    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    if key not in _FOLDER_SUMS:
-        h = hashlib.sha256()
-        for path in files:
-            h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 22), b""):
-                    h.update(block)
-        _FOLDER_SUMS[key] = "sha256:" + h.hexdigest()
-    return _FOLDER_SUMS[key]
+    return files_checksum(folder, files)
 
 
 def resolve_model(name: str, revision: str | None = None) -> ModelFiles:

@@ -16,19 +16,18 @@ Options ``src_code``/``tgt_code`` override the codes (e.g. ``tgt_code=pol_Latn``
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from pathlib import Path
 from typing import Any
 
+from beirx.checksums import files_checksum
 from beirx.errors import BeirxError
 
 log = logging.getLogger(__name__)
 
 _HUGE = 1_000_000  # transformers' "no limit" model_max_length is ~1e30
 _MARIAN_TARGET = re.compile(r"^>>[\w-]+<<$")
-_DIGESTS: dict[tuple, str] = {}
 
 
 def iso3(lang: str) -> str | None:
@@ -121,20 +120,10 @@ def model_revision(name_or_path: str) -> str:
 
 
 def folder_digest(folder: Path) -> str:
-    """``sha256:`` over the names and bytes of a model folder's files (config, weights, tokenizer);
-    memoised per (path, size, mtime) because weights are large."""
+    """``sha256:`` over the names and bytes of a model folder's files (config, weights, tokenizer)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
                    and p.suffix not in {".md", ".lock"})
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    if key not in _DIGESTS:
-        h = hashlib.sha256()
-        for p in files:
-            h.update(p.relative_to(folder).as_posix().encode() + b"\0")
-            with open(p, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-        _DIGESTS[key] = "sha256:" + h.hexdigest()[:16]
-    return _DIGESTS[key]
+    return files_checksum(folder, files)[:len("sha256:") + 16]
 
 
 def default_model(src: str, tgt: str) -> str:
