@@ -1,0 +1,160 @@
+"""beirx results in MTEB's results format (``{model}/{revision}/{task}.json``), loadable by ``mteb.TaskResult``.
+
+The layout and fields are those ``mteb.cache.ResultCache`` writes and the MTEB results repository
+(``embeddings-benchmark/results``) stores under ``results/``: ``dataset_revision``, ``task_name``,
+``mteb_version``, ``evaluation_time`` and ``scores``, a list of score dicts per split each carrying
+``hf_subset``, ``languages`` and ``main_score``. Metric names are MTEB's (``make_score_dict`` in
+``mteb/_evaluators/retrieval_metrics.py``): ``ndcg_at_10``, ``map_at_100``, ``recall_at_100``,
+``precision_at_10``, ``mrr_at_10`` ..., and ``accuracy`` = recall@1. The values are beirx's, computed with
+the same pytrec_eval measures MTEB uses; beirx writes them unrounded (MTEB rounds nDCG/MAP/recall/P to
+5 decimals before averaging its per-query values, so a figure can differ from MTEB's in the 6th decimal).
+Model folders follow MTEB: ``/`` becomes ``__`` and spaces ``_``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from beirx.atomic import write_json
+from beirx.errors import BeirxError
+
+log = logging.getLogger(__name__)
+
+_FAMILIES = {"NDCG": "ndcg", "MAP": "map", "Recall": "recall", "P": "precision", "MRR": "mrr"}
+_METRIC = re.compile(r"^(NDCG|MAP|Recall|P|MRR)@(\d+)$")
+MAIN_SCORE = "ndcg_at_10"
+NO_REVISION = "no_revision_available"  # MTEB's folder name when a model's revision is unknown
+
+
+def model_folder(model_name: str) -> str:
+    """MTEB's folder name for a model (``intfloat/multilingual-e5-small`` -> ``intfloat__multilingual-e5-small``)."""
+    return model_name.replace("/", "__").replace(" ", "_")
+
+
+def mteb_scores(metrics: dict[str, float]) -> dict[str, float]:
+    """beirx metric names (``NDCG@10``) -> MTEB's (``ndcg_at_10``); beirx-only ones (R_cap, Hole) are left out."""
+    scores: dict[str, float] = {}
+    for name, value in metrics.items():
+        match = _METRIC.match(name)
+        if match:
+            scores[f"{_FAMILIES[match.group(1)]}_at_{match.group(2)}"] = float(value)
+    if "recall_at_1" in scores:
+        scores["accuracy"] = scores["recall_at_1"]  # MTEB reports recall@1 as accuracy too
+    if MAIN_SCORE not in scores:
+        raise BeirxError(f"results have no NDCG@10 (MTEB's main retrieval score); metrics: {', '.join(metrics)}")
+    scores["main_score"] = scores[MAIN_SCORE]
+    return scores
+
+
+def _mteb_version() -> str | None:
+    try:
+        return importlib.metadata.version("mteb")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def local_revision(checksum: str) -> str:
+    """The revision beirx gives data that is not on the Hub: ``local-`` + 12 hex digits of its checksum.
+
+    The same string names the dataset revision of a task built by ``beirx mteb task``, so results
+    converted here and results of ``mteb.evaluate`` on that task carry the same ``dataset_revision``.
+    """
+    return "local-" + checksum.split(":")[-1][:12]
+
+
+def dataset_revision(beirx_results: dict[str, Any]) -> str:
+    """The data revision a results file was computed on: the Hub commit for ``hf:`` data, else
+    :func:`local_revision` of its checksum."""
+    ds = beirx_results.get("dataset", {})
+    match = re.match(r"^hf:[^@\s]+@([0-9a-f]{40})\b", str(ds.get("source", "")))
+    if match:
+        return match.group(1)
+    return local_revision(ds["checksum"]) if ds.get("checksum") else NO_REVISION
+
+
+def _languages(beirx_results: dict[str, Any]) -> list[str]:
+    pack = beirx_results.get("language_pack") or {}
+    if pack.get("mteb_code"):
+        return [pack["mteb_code"]]
+    from beirx.language_packs import get_pack
+
+    return [get_pack(beirx_results.get("dataset", {}).get("language", "en")).mteb_code]
+
+
+def system_model(beirx_results: dict[str, Any]) -> tuple[str, str]:
+    """``(model_name, revision)`` of the system that produced a results file (retriever name if no model)."""
+    system = beirx_results.get("system", {})
+    name = system.get("model") or system.get("model_name") or system.get("name") or system.get("retriever")
+    if not name:
+        raise BeirxError("results file names no model or retriever; pass the model name explicitly")
+    revision = system.get("revision") or system.get("model_revision") or NO_REVISION
+    return str(name), str(revision)
+
+
+def task_result_document(beirx_results: dict[str, Any], task_name: str, *, hf_subset: str = "default",
+                         revision: str | None = None) -> dict[str, Any]:
+    """One split of ``beirx_results`` as an MTEB ``TaskResult`` dictionary."""
+    if beirx_results.get("schema", "").split("/")[0] != "beirx.results":
+        raise BeirxError(f"not a beirx results document (schema {beirx_results.get('schema')!r})")
+    split = beirx_results["dataset"]["split"]
+    timings = beirx_results.get("timings_seconds") or {}
+    scores = {**mteb_scores(beirx_results["metrics"]), "hf_subset": hf_subset, "languages": _languages(beirx_results)}
+    return {
+        "dataset_revision": revision or dataset_revision(beirx_results),
+        "task_name": task_name,
+        "mteb_version": _mteb_version(),
+        "scores": {split: [scores]},
+        "evaluation_time": float(sum(v for v in timings.values() if isinstance(v, (int, float)))) or None,
+        "kg_co2_emissions": None,
+    }
+
+
+def write_mteb_results(beirx_results: dict[str, Any], task_name: str, output_dir: Path | str,
+                       model_name: str | None = None, revision: str | None = None) -> Path:
+    """Write (or merge into) ``output_dir/{model}/{revision}/{task_name}.json`` and return its path.
+
+    ``model_name``/``revision`` default to the system recorded in the results. An existing file for the
+    same task is merged split by split (a new split is added, the same split and subset replaced), so the
+    test and dev results of one model end up in one MTEB file, as MTEB writes them; a file computed on
+    different data (another ``dataset_revision``) is refused rather than mixed.
+    """
+    doc = task_result_document(beirx_results, task_name)
+    if not (model_name and revision):
+        default_model, default_revision = system_model(beirx_results)
+        model_name = model_name or default_model
+        revision = revision or default_revision
+    path = Path(output_dir) / model_folder(model_name) / revision / f"{task_name}.json"
+    if path.is_file():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        if old.get("dataset_revision") != doc["dataset_revision"]:
+            raise BeirxError(f"{path} holds results on dataset revision {old.get('dataset_revision')}, not "
+                             f"{doc['dataset_revision']}; write to another folder")
+        for split, entries in doc["scores"].items():
+            kept = [e for e in old.get("scores", {}).get(split, []) if e.get("hf_subset") != entries[0]["hf_subset"]]
+            old.setdefault("scores", {})[split] = kept + entries
+        old["evaluation_time"] = (old.get("evaluation_time") or 0.0) + (doc["evaluation_time"] or 0.0) or None
+        old["mteb_version"] = doc["mteb_version"]
+        doc = old
+    write_json(path, doc)
+    log.info("wrote MTEB results %s", path)
+    return path
+
+
+def catalogue_task_name(dataset_name: str, lang: str) -> str:
+    """The MTEB task an English catalogue dataset's results belong to (``scifact`` -> ``SciFact``).
+
+    Other languages have no single answer (BEIR-PL's data is MTEB's ``SciFact-PL``; a beirx translation is
+    a different dataset), so they must be named explicitly.
+    """
+    from beirx.data import catalogue
+
+    info = catalogue.lookup(dataset_name)
+    if lang != "en" or info is None or not info.mteb_task:
+        raise BeirxError(f"name the MTEB task for {dataset_name} ({lang}) with --mteb-task "
+                         "(e.g. the name `beirx mteb task` printed)")
+    return info.mteb_task

@@ -1,0 +1,287 @@
+"""A beirx dataset as an MTEB retrieval task: metadata, an ``AbsTaskRetrieval`` subclass, a PR-ready file.
+
+The metadata of a translated dataset starts from the English MTEB task it was adapted from (description,
+reference, domains, sub-types, annotators, date, prompt, citation — ``mteb.get_task(...).metadata``) and
+changes what translation changes: the name (``SciFact`` -> ``SciFact-PL``), the language
+(``pack.mteb_code``, e.g. ``pol-Latn``), ``sample_creation="machine-translated"``, ``adapted_from``, the
+dataset path and revision, and the citation (BEIR and BEIR-PL added). ``ignore_identical_ids`` is a
+class attribute in mteb 2.x (``AbsTaskRetrieval.ignore_identical_ids``) and comes from beirx's
+catalogue, which follows MTEB's per-task setting.
+
+A task name MTEB already uses for another dataset (its own ``SciFact-PL`` is BEIR-PL's translation) is
+never reused silently: the name gets a ``-beirx`` suffix, so results of the two can never be confused.
+
+:func:`register_task` adds the class to mteb's task registry in this process, so ``mteb.get_task(name)``
+and ``mteb.TaskResult`` work; pointed at a local export it runs offline. :func:`task_source` writes the
+same class as a standalone Python file for a pull request to mteb (dataset path = the Hub repository).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beirx.atomic import atomic_writer
+from beirx.data.dataset import BeirDataset
+from beirx.errors import BeirxError, require
+from beirx.publish import cards
+
+log = logging.getLogger(__name__)
+
+MAIN_SCORE = "ndcg_at_10"
+_REGISTERED_MARK = "_beirx_task"
+
+
+@dataclass
+class TaskSpec:
+    """Every ``TaskMetadata`` field beirx sets, as plain values (so it can be built or written as source)."""
+
+    name: str
+    description: str
+    dataset_path: str
+    dataset_revision: str
+    eval_splits: list[str]
+    eval_langs: list[str]
+    reference: str | None = None
+    date: tuple[str, str] | None = None
+    domains: list[str] | None = None
+    task_subtypes: list[str] | None = None
+    license: str | None = None
+    annotations_creators: str | None = None
+    sample_creation: str = "found"
+    bibtex_citation: str = ""
+    adapted_from: list[str] | None = None
+    prompt: dict[str, str] | str | None = None
+    ignore_identical_ids: bool = False
+
+    def metadata_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "reference": self.reference,
+            "dataset": {"path": self.dataset_path, "revision": self.dataset_revision},
+            "type": "Retrieval",
+            "category": "t2t",
+            "modalities": ["text"],
+            "eval_splits": list(self.eval_splits),
+            "eval_langs": list(self.eval_langs),
+            "main_score": MAIN_SCORE,
+            "date": self.date,
+            "domains": self.domains,
+            "task_subtypes": self.task_subtypes,
+            "license": self.license,
+            "annotations_creators": self.annotations_creators,
+            "dialect": [],
+            "sample_creation": self.sample_creation,
+            "bibtex_citation": self.bibtex_citation,
+            "adapted_from": self.adapted_from,
+        }
+        if self.prompt:
+            kwargs["prompt"] = self.prompt
+        return kwargs
+
+    @property
+    def class_name(self) -> str:
+        parts = re.split(r"[^0-9A-Za-z]+", self.name)
+        name = "".join(p[:1].upper() + p[1:] for p in parts if p)
+        return name if name[:1].isalpha() else f"Task{name}"
+
+
+def _mteb():
+    require("mteb", "mteb", "MTEB tasks and results")
+    import mteb
+
+    return mteb
+
+
+def _license(value: str | None) -> str:
+    """A licence MTEB's ``Licenses`` type accepts: the value itself, a URL, or ``not specified``."""
+    from mteb.types import Licenses
+
+    allowed = set(typing.get_args(Licenses))
+    value = (value or "").strip().lower()
+    if value in allowed or value.startswith(("http://", "https://")):
+        return value
+    return "not specified"
+
+
+def _builtin_task(name: str):
+    """The class MTEB itself registers under ``name`` (not one beirx added), else None."""
+    cls = importlib.import_module("mteb.get_tasks")._TASKS_REGISTRY.get(name)
+    return None if cls is None or getattr(cls, _REGISTERED_MARK, False) else cls
+
+
+def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]:
+    """``(name, original_mteb_task_class_or_None)``: ``SciFact-PL`` for a Polish SciFact, ``-beirx`` if taken."""
+    from beirx.data import catalogue
+
+    info = catalogue.lookup(dataset.name)
+    original = _builtin_task(info.mteb_task) if info and info.mteb_task else None
+    base = info.mteb_task if original is not None else (info.title if info else dataset.name)
+    base = re.sub(r"[^0-9A-Za-z._-]+", "-", base).strip("-")
+    name = f"{base}-{dataset.lang.upper()}" if translated or dataset.lang != "en" else base
+    return name, original
+
+
+def build_spec(dataset: BeirDataset, *, dataset_path: str, dataset_revision: str, name: str | None = None,
+               reference: str | None = None) -> TaskSpec:
+    """The task metadata for ``dataset`` stored at ``dataset_path``@``dataset_revision`` (see module doc)."""
+    _mteb()
+    from beirx.data import catalogue
+    from beirx.language_packs import get_pack
+
+    pack = get_pack(dataset.lang)
+    prov = cards.translation_provenance(cards.read_manifest(dataset.root))
+    translated = bool(prov.get("translator"))
+    default_name, original = default_task_name(dataset, translated)
+    if name:
+        if _builtin_task(name) is not None:
+            raise BeirxError(f"mteb already has a task named {name}; choose another name")
+        chosen = name
+    else:
+        chosen = default_name
+        taken = _builtin_task(chosen)
+        if taken is not None:
+            chosen = f"{default_name}-beirx"
+            log.warning("mteb already has a task named %s (dataset %s); naming this one %s (choose with --name)",
+                        default_name, taken.metadata.dataset.get("path"), chosen)
+    info = catalogue.lookup(dataset.name)
+    splits = dataset.splits()
+    eval_split = catalogue.test_split_for(dataset.name)
+    eval_splits = [eval_split] if eval_split in splits else splits[:1]
+    meta = original.metadata if original is not None else None
+    title = info.title if info else dataset.name
+    if translated:
+        how = f"machine-translated from English into {pack.name} with beirx"
+        engine = ", ".join(str(v) for v in (prov.get("translator"), prov.get("model"), prov.get("model_revision")) if v)
+        description = f"{title} ({pack.name}): {how}" + (f" ({engine})" if engine else "") + \
+            ", keeping IDs and relevance judgements."
+        if meta is not None:
+            description += f" Original task: {meta.description}"
+    else:
+        description = meta.description if meta is not None else f"{title} retrieval (BEIR layout), via beirx."
+    bibtex = "\n\n".join(b.strip() for b in (meta.bibtex_citation if meta is not None else "", cards.citations()) if b)
+    bibtex = f"\n{bibtex}\n"  # mteb's own layout: the entries start and end on a line of their own
+    license_id = prov.get("license") or (info.license if info else None) or (meta.license if meta is not None else None)
+    return TaskSpec(
+        name=chosen,
+        description=description,
+        reference=reference or (meta.reference if meta is not None else "https://github.com/beir-cellar/beir"),
+        dataset_path=dataset_path,
+        dataset_revision=dataset_revision,
+        eval_splits=eval_splits,
+        eval_langs=[pack.mteb_code],
+        date=tuple(meta.date) if meta is not None and meta.date else None,
+        domains=list(meta.domains) if meta is not None and meta.domains else None,
+        task_subtypes=list(meta.task_subtypes) if meta is not None and meta.task_subtypes else None,
+        license=_license(license_id),
+        annotations_creators=meta.annotations_creators if meta is not None else "derived",
+        sample_creation="machine-translated" if translated else "found",
+        bibtex_citation=bibtex,
+        adapted_from=[meta.name if meta is not None else title] if translated else None,
+        prompt=dict(meta.prompt) if meta is not None and isinstance(meta.prompt, dict) else (
+            meta.prompt if meta is not None else None),
+        ignore_identical_ids=catalogue.ignore_identical_ids_for(dataset.name),
+    )
+
+
+def build_task_class(spec: TaskSpec):
+    """An ``AbsTaskRetrieval`` subclass carrying ``spec`` (validated by mteb's ``TaskMetadata``)."""
+    _mteb()
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    try:
+        metadata = TaskMetadata(**spec.metadata_kwargs())
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise BeirxError(f"mteb rejects the task metadata for {spec.name}: {exc}") from exc
+    return type(spec.class_name, (AbsTaskRetrieval,), {
+        "__module__": __name__,
+        "__doc__": f"{spec.name}: built by beirx from {spec.dataset_path}@{spec.dataset_revision}.",
+        "metadata": metadata,
+        "ignore_identical_ids": spec.ignore_identical_ids,
+        _REGISTERED_MARK: True,
+    })
+
+
+def register_task(cls) -> None:
+    """Make ``mteb.get_task(cls.metadata.name)`` (and ``mteb.get_tasks``) return ``cls`` in this process.
+
+    mteb 2.x has no public registration call: its registry is the module-level ``_TASKS_REGISTRY`` dict
+    and ``TASK_LIST`` tuple of ``mteb.get_tasks``, read at call time. Re-registering a beirx task replaces
+    it; a built-in task is never replaced.
+    """
+    registry = importlib.import_module("mteb.get_tasks")  # the module (``mteb.get_tasks`` is also a function)
+    name = cls.metadata.name
+    if _builtin_task(name) is not None:
+        raise BeirxError(f"mteb already has a task named {name}; choose another name")
+    registry._TASKS_REGISTRY[name] = cls
+    registry.TASK_LIST = tuple(t for t in registry.TASK_LIST if t.metadata.name != name) + (cls,)
+
+
+def _py(value: Any) -> str:
+    """A Python literal for ``value`` in mteb's style (double-quoted strings)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_py(k)}: {_py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_py(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_py(v) for v in value) + "]"
+    return repr(value)
+
+
+def task_source(spec: TaskSpec) -> str:
+    """A standalone Python module defining the task, in the style of mteb's own task files."""
+    if '"""' in spec.bibtex_citation:
+        raise BeirxError("the citation contains triple quotes and cannot be written as a raw string")
+    kwargs = spec.metadata_kwargs()
+    lines = [f"        {key}={_py(value)}," for key, value in kwargs.items()
+             if key != "bibtex_citation" and value is not None]
+    lines.append(f'        bibtex_citation=r"""{spec.bibtex_citation}""",')
+    identical = "    ignore_identical_ids = True\n\n" if spec.ignore_identical_ids else ""
+    return (
+        '"""' + f"{spec.name}: generated by beirx. Put it in mteb/tasks/retrieval/<lang>/ and import it in "
+        "that folder's __init__.py." + '"""\n\n'
+        "from mteb.abstasks.retrieval import AbsTaskRetrieval\n"
+        "from mteb.abstasks.task_metadata import TaskMetadata\n\n\n"
+        f"class {spec.class_name}(AbsTaskRetrieval):\n"
+        f"{identical}"
+        "    metadata = TaskMetadata(\n" + "\n".join(lines) + "\n    )\n"
+    )
+
+
+def write_task_file(spec: TaskSpec, path: Path | str) -> Path:
+    """Write :func:`task_source` to ``path`` atomically, after checking it defines the same metadata."""
+    source = task_source(spec)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, str(path), "exec"), namespace)  # our own generated code: proves it imports and validates
+    built = namespace[spec.class_name].metadata
+    if built.name != spec.name or built.dataset != {"path": spec.dataset_path, "revision": spec.dataset_revision}:
+        raise BeirxError(f"generated task file for {spec.name} does not round-trip")  # pragma: no cover
+    with atomic_writer(path) as fh:
+        fh.write(source)
+    return Path(path)
+
+
+def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
+    """The current commit of a Hub dataset repository (for a task file pinned to what was pushed)."""
+    require("huggingface_hub", "hub", "looking up a Hub revision")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        sha = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None).dataset_info(repo_id).sha
+    except (HfHubHTTPError, OfflineModeIsEnabled, OSError) as exc:
+        raise BeirxError(f"cannot look up the revision of {repo_id} ({exc}); pass --revision SHA") from exc
+    if not sha:
+        raise BeirxError(f"the Hub returned no revision for {repo_id}; pass --revision SHA")
+    return sha
