@@ -24,12 +24,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from beirx import __version__
+from beirx.atomic import atomic_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
@@ -188,9 +188,7 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
     if eval_split not in splits:
         eval_split = "test" if "test" in splits else splits[0]
     repo_id = repo_id or f"{dataset.name.replace('/', '-')}-{dataset.lang}"
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         corpus_files, n_docs = _write_corpus(dataset.iter_corpus(), tmp, shard_rows)
         query_files, n_queries = _write_queries(dataset.queries.values(), tmp)
         configs = [
@@ -211,12 +209,6 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
             shutil.copytree(dataset.root / "quality", tmp / "provenance" / "quality")
         info = card_info(dataset, repo_id=repo_id, configs=configs, rows=rows, eval_split=eval_split)
         (tmp / "README.md").write_text(cards.render_dataset_card(info), encoding="utf-8")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("exported %s (%s): %d documents, %d queries, qrels %s -> %s", dataset.name, dataset.lang, n_docs,
              n_queries, ", ".join(splits), out_dir)
     return out_dir
