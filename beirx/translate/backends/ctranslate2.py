@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import require
-from beirx.translate.backends.base import Translator
 from beirx.translate.backends.seq2seq import (
     ModelTokenizer,
+    TokenizedTranslator,
     as_int,
     default_model,
     folder_digest,
@@ -69,7 +69,7 @@ def convert(model: str, quantization: str = "int8", revision: str | None = None)
     return target
 
 
-class CT2Translator(Translator):
+class CT2Translator(TokenizedTranslator):
     """Options: ``beam_size`` (4), ``max_decoding_length`` (default: the model's input limit),
     ``min_decoding_length`` (0), ``device`` (``auto``/``cpu``/``cuda``), ``compute_type`` (``auto``: int8 on
     CPU, int8_float16 on CUDA), ``quantization`` used when converting (int8), ``intra_threads`` (0: all
@@ -117,17 +117,10 @@ class CT2Translator(Translator):
                 "beam_size": self.beam_size, "max_decoding_length": self.max_decoding_length,
                 "min_decoding_length": self.min_decoding_length}
 
-    def max_segment_tokens(self) -> int | None:
-        return self.tok.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.tok.count(text)
-
     def translate_batch(self, segments: list[str]) -> list[str]:
         if not segments:
             return []
-        ids = self.tok.encode(segments)
-        self.tok.check(ids)
+        ids = self.encode_checked(segments)
         convert_ids = self.tok.tokenizer.convert_ids_to_tokens
         prefix = [[self.tok.target_token]] * len(segments) if self.tok.target_token else None
         results = self.net.translate_batch([convert_ids(i) for i in ids], target_prefix=prefix,

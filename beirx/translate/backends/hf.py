@@ -13,13 +13,19 @@ import logging
 from typing import Any, ClassVar
 
 from beirx.errors import BeirxError, require
-from beirx.translate.backends.base import Translator
-from beirx.translate.backends.seq2seq import ModelTokenizer, as_int, default_model, load_tokenizer, model_revision
+from beirx.translate.backends.seq2seq import (
+    ModelTokenizer,
+    TokenizedTranslator,
+    as_int,
+    default_model,
+    load_tokenizer,
+    model_revision,
+)
 
 log = logging.getLogger(__name__)
 
 
-class HFTranslator(Translator):
+class HFTranslator(TokenizedTranslator):
     """Options: ``beam_size`` (4), ``max_new_tokens`` (default: the model's input limit),
     ``min_new_tokens`` (0), ``device`` (``auto``/``cpu``/``cuda``), ``dtype`` (``auto``: float16 on CUDA,
     float32 on CPU), ``revision`` (Hub revision), ``src_code``/``tgt_code`` (model language codes)."""
@@ -57,17 +63,10 @@ class HFTranslator(Translator):
                 "architecture": type(self.net).__name__, **self.tok.describe(), "beam_size": self.beam_size,
                 "max_new_tokens": self.max_new_tokens, "min_new_tokens": self.min_new_tokens, "dtype": self.dtype}
 
-    def max_segment_tokens(self) -> int | None:
-        return self.tok.max_tokens
-
-    def count_tokens(self, text: str) -> int:
-        return self.tok.count(text)
-
     def translate_batch(self, segments: list[str]) -> list[str]:
         if not segments:
             return []
-        ids = self.tok.encode(segments)
-        self.tok.check(ids)
+        ids = self.encode_checked(segments)
         pad = self.tok.tokenizer.pad_token_id
         width = max(len(i) for i in ids)
         torch = self._torch

@@ -23,6 +23,7 @@ from typing import Any
 
 from beirx.checksums import files_checksum
 from beirx.errors import BeirxError
+from beirx.translate.backends.base import Translator
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,25 @@ def nllb_code(lang: str) -> str | None:
     from beirx.language_packs import get_pack
 
     return getattr(get_pack(lang), "nllb_code", None)
+
+
+class TokenizedTranslator(Translator):
+    """A translator whose ``self.tok`` is a :class:`ModelTokenizer`: the input limit, segment lengths and
+    checked encoding come from the model's own tokenizer (shared by ``hf`` and ``ctranslate2``)."""
+
+    tok: "ModelTokenizer"
+
+    def max_segment_tokens(self) -> int | None:
+        return self.tok.max_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.tok.count(text)
+
+    def encode_checked(self, segments: list[str]) -> list[list[int]]:
+        """Token ids of ``segments``, refusing any that exceeds the model's limit (never truncated)."""
+        ids = self.tok.encode(segments)
+        self.tok.check(ids)
+        return ids
 
 
 class ModelTokenizer:
