@@ -49,6 +49,23 @@ def system_key(description: dict[str, Any], src: str, tgt: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying while another process creates or switches the same new database.
+
+    SQLite does not call the busy handler for this switch, so two runs started together on a fresh
+    memory would otherwise fail with "database is locked" instead of waiting their turn.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class TranslationMemory:
     """``with TranslationMemory(path) as tm: key = tm.register(describe, src, tgt); tm.lookup(key, segs)``."""
 
@@ -57,7 +74,7 @@ class TranslationMemory:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(self._conn)
         # NORMAL in WAL mode: a committed batch survives the process being killed (not a power loss).
         self._conn.execute("PRAGMA synchronous = NORMAL")
         with self._transaction():
