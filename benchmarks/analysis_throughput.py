@@ -2,12 +2,12 @@
 
 Tokens are counted as StandardTokenizer emits them (before stop-word removal), the input of the
 analysis chain.
-Polish: the 7,909 PolEval 2022 questions (/work/shared/data/poleval2022/*/in.tsv), repeated until a
+Polish: the 7,909 PolEval 2022 questions (../shared/data/poleval2022/*/in.tsv), repeated until a
 run lasts a few seconds of CPU time. English: the SciFact corpus (title + text). The baseline (``cache=False``:
 tokenize, stop words and stemming on every token) is measured in the same run; both produce the
 same terms, which is checked. Target: >= 1,000,000 Polish tokens/s with the cache.
 
-Run:  python benchmarks/analysis_throughput.py [--data /work/shared/data] [--seconds 3]
+Run:  python benchmarks/analysis_throughput.py [--data ../shared/data] [--seconds 3]
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import os
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import DATA  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from beirx.language_packs import get_pack  # noqa: E402
@@ -74,7 +77,7 @@ def report(code: str, texts: list[str], seconds: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--seconds", type=float, default=3.0, help="minimum CPU time of each measurement")
     args = parser.parse_args()
     # Throughput depends on the machine's load: report it, and a pure-interpreter reference.

@@ -1,6 +1,6 @@
 """Dense retrieval speed and memory: length-sorted batching, and exact search in bounded memory.
 
-Usage: python benchmarks/dense_speed.py [--model /work/models/e5-small] [--scifact ../shared/data/beir/scifact]
+Usage: python benchmarks/dense_speed.py [--model E5_FOLDER] [--scifact ../shared/data/beir/scifact]
                                         [--docs 256] [--rows 1000000] [--dim 384] [--queries 300] [--k 1000]
 
 1. Encoding throughput (passages/s) on real SciFact passages with the given sentence-transformers model,
@@ -18,6 +18,7 @@ Reranking throughput (pairs/s) is measured by the rerankers' own benchmark.
 from __future__ import annotations
 
 import argparse
+import sys
 import os
 import random
 import tempfile
@@ -25,6 +26,9 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import e5_default  # noqa: E402
 
 import numpy as np
 
@@ -141,7 +145,7 @@ def search(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, default=Path(os.environ.get("BEIRX_TEST_E5", "/work/models/e5-small")))
+    parser.add_argument("--model", type=Path, **e5_default())
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/beir/scifact")
     parser.add_argument("--docs", type=int, default=256, help="passages encoded per configuration")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (best time is reported)")

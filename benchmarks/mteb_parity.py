@@ -35,6 +35,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import e5_default  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 E5_ID = "intfloat/multilingual-e5-small"
@@ -47,7 +50,7 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "beir" / "scifact"))
     parser.add_argument("--lang", default="en")
-    parser.add_argument("--model", default=os.environ.get("BEIRX_TEST_E5", "/work/models/e5-small"))
+    parser.add_argument("--model", **e5_default())
     parser.add_argument("--split", default="test")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", type=Path, default=Path("/tmp/beirx-mteb-parity"))
@@ -61,7 +64,7 @@ def setup(args):
     args.output.mkdir(parents=True, exist_ok=True)
     os.environ["BEIRX_HOME"] = str(args.output / "beirx_home")
     from beirx.data.resolve import resolve_dataset
-    from beirx.publish.mteb_command import local_task
+    from beirx.publish.mteb_task import local_task
 
     dataset = resolve_dataset(args.dataset, lang=args.lang)
     cls, spec = local_task(dataset)

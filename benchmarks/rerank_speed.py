@@ -29,6 +29,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import SCIFACT, e5_default  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.evaluate.rerankers import RERANKERS  # noqa: E402
@@ -120,8 +123,8 @@ def timed_rerank(reranker, queries, corpus, first_stage, depth) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scifact", type=Path, default=Path("/work/shared/data/beir/scifact"))
-    parser.add_argument("--e5", type=Path, default=Path(os.environ.get("BEIRX_TEST_E5", "/work/models/e5-small")))
+    parser.add_argument("--scifact", type=Path, default=SCIFACT)
+    parser.add_argument("--e5", type=Path, **e5_default())
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/beirx-rerank-speed"))
     parser.add_argument("--queries", type=int, default=8)
     parser.add_argument("--depth", type=int, default=20)

@@ -7,7 +7,7 @@ the dataset and manifest) with a fresh translation memory. Both sides are timed 
 baseline is run before and after the pipeline and averaged, since the machine may be shared. Words
 are whitespace-separated words of the source text. Target: pipeline overhead < 20 %.
 
-Run:  python benchmarks/translate_apertium_overhead.py [--dataset /work/shared/data/beir/scifact] [--docs N]
+Run:  python benchmarks/translate_apertium_overhead.py [--dataset ../shared/data/beir/scifact] [--docs N]
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import SCIFACT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,7 +54,7 @@ def raw_apertium(text_file: Path, mode: str) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", type=Path, default=Path("/work/shared/data/beir/scifact"))
+    parser.add_argument("--dataset", type=Path, default=SCIFACT)
     parser.add_argument("--docs", type=int, help="first N documents only (default: all)")
     parser.add_argument("--lang", default="es")
     args = parser.parse_args()

@@ -11,7 +11,7 @@ batches of ``--batch-size`` as the pipeline sends them, greedy decoding, ``--thr
 for both engines (default: all cores; on a shared, oversubscribed machine PyTorch's OpenMP threads
 spin-wait for each other and ``--threads 1`` gives the steadier comparison). Target: ctranslate2 >= 3x hf.
 
-Run:  python benchmarks/translate_speed.py [--scifact /work/shared/data/beir/scifact] [--segments 256]
+Run:  python benchmarks/translate_speed.py [--scifact ../shared/data/beir/scifact] [--segments 256]
       [--out-tokens 32] [--batch-size 16] [--threads N] [--work /tmp/beirx-translate-speed]
 """
 
@@ -23,6 +23,9 @@ import os
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import SCIFACT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -87,7 +90,7 @@ def timed(translator, segments: list[str], batch_size: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scifact", type=Path, default=Path("/work/shared/data/beir/scifact"))
+    parser.add_argument("--scifact", type=Path, default=SCIFACT)
     parser.add_argument("--segments", type=int, default=256)
     parser.add_argument("--out-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=16)

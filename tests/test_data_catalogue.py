@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from beirx.data import cache, catalogue, commands
+from beirx.data import cache, catalogue
+from beirx.cli import datasets as commands
 from beirx.data.cache import cache_dir, dataset_dir, translated_dirs
 from beirx.data.catalogue import ignore_identical_ids_for
 from beirx.errors import BeirxError

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from beirx.data import catalogue, commands
+from beirx.data import catalogue
+from beirx.cli import datasets as commands
 from beirx.data.download import download_file
 from beirx.data.extract import MARKER, safe_extract
 from beirx.data.resolve import resolve_dataset

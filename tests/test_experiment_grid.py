@@ -163,7 +163,7 @@ def test_eval_command_argument_errors(tiny_dataset, tmp_path, capsys):
 
 def parse(argv):
     from beirx.cli import build_parser
-    from beirx.evaluate.command import build_systems
+    from beirx.cli.eval import build_systems
 
     return build_systems(build_parser(argv).parse_args(argv))
 

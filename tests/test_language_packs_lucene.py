@@ -7,7 +7,7 @@ chain its ``es_settings()`` declares. Skipped, with the reason, when java/javac 
 missing (CI installs apt packages default-jdk-headless liblucene8-java).
 
 Texts: the 7,909 PolEval 2022 questions, the 1,109 SciFact queries and the first 500 SciFact
-documents (from /work/shared, skipped when absent), plus 2,000 seeded random strings over an
+documents (from ../shared, skipped when absent), plus 2,000 seeded random strings over an
 alphabet of word-break troublemakers (Mid letters, Hebrew quotes, emoji sequences, Thai, CJK...).
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import random
 import re
 import shutil
@@ -30,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "tools" / "lucene_analyze" / "LuceneAnalyze.java"
 JAR_DIR = Path("/usr/share/java")
 JAR_PREFIXES = ("lucene-core-8", "lucene-analyzers-common-8", "lucene-analyzers-stempel-8")
-DATA = Path("/work/shared/data")
+DATA = Path(os.environ.get("BEIRX_SHARED", REPO.parent / "shared")) / "data"
 
 # Lucene's analyzer class whose default stop set each pack's list must equal.
 LUCENE_STOP_SETS = {"pl": "polish", "en": "english", "es": "spanish", "ca": "catalan", "gl": "galician",

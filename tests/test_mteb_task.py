@@ -25,7 +25,7 @@ from beirx.errors import BeirxError  # noqa: E402
 from beirx.evaluate.experiment import SystemSpec, run_experiment  # noqa: E402
 from beirx.evaluate.metrics import evaluate  # noqa: E402
 from beirx.language_packs import get_pack  # noqa: E402
-from beirx.publish.mteb_command import local_task  # noqa: E402
+from beirx.publish.mteb_task import local_task  # noqa: E402
 from beirx.publish.mteb_results import dataset_revision  # noqa: E402
 from beirx.publish.mteb_task import build_spec, build_task_class, register_task, write_task_file  # noqa: E402
 

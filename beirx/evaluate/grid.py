@@ -289,5 +289,5 @@ def write_summary(rows: list[Row], output_dir: Path) -> None:
 
 
 def main_table(rows: list[Row]) -> list[tuple[str, dict[str, float]]]:
-    """Rows for :func:`beirx.evaluate.command.format_table`."""
+    """Rows for :func:`beirx.cli.eval.format_table`."""
     return [(f"{r.dataset} [{r.languages}/{r.split}] {r.system}", r.metrics) for r in rows]

@@ -285,3 +285,45 @@ def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
     if not sha:
         raise BeirxError(f"the Hub returned no revision for {repo_id}; pass --revision SHA")
     return sha
+
+
+def local_task(dataset, export_dir: Path | None = None, name: str | None = None):
+    """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class."""
+    from beirx.data.cache import cache_dir
+    from beirx.publish.cards import read_front_matter
+    from beirx.publish.hub import export_dataset
+    from beirx.publish.mteb_results import local_revision
+    from beirx.publish.mteb_task import build_spec, build_task_class, register_task
+
+    checksum = dataset.checksum().split(":")[-1]
+    folder = export_dir or cache_dir("hub") / "mteb" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', dataset.name)}-" \
+                                                       f"{dataset.lang}-{checksum[:12]}"
+    exported = (read_front_matter(folder / "README.md").get("beirx") or {}).get("checksum")
+    if exported != dataset.checksum():
+        export_dataset(dataset, folder)
+    spec = build_spec(dataset, dataset_path=str(folder), dataset_revision=local_revision(dataset.checksum()),
+                      name=name)
+    cls = build_task_class(spec)
+    register_task(cls)
+    return cls, spec
+
+
+def mteb_encoder(model_name: str):
+    """The model wrapped for MTEB with the prompts beirx's dense retriever uses for it.
+
+    A bare ``SentenceTransformer`` would let sentence-transformers pick the ``document`` prompt, which it
+    sets to ``""`` when a model's config defines only ``query``/``passage`` (E5 folders): MTEB would then
+    encode documents without ``passage: `` (nDCG@10 0.866 instead of 0.876 on a 30-query SciFact slice).
+    """
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    from beirx.evaluate.model_files import resolve_model
+    from beirx.evaluate.retrievers.dense import model_prompts
+
+    prompts = model_prompts(resolve_model(model_name, None))
+    mteb_prompts = {"query": prompts["query"]} if prompts.get("query") else {}
+    if prompts.get("passage"):
+        mteb_prompts["document"] = prompts["passage"]
+    log.info("prompts for MTEB: %s", mteb_prompts or "none")
+    return SentenceTransformerEncoderWrapper(SentenceTransformer(model_name), model_prompts=mteb_prompts or None)

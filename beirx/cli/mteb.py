@@ -40,51 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     res.add_argument("--revision", default=None, help="model revision (default: recorded, else no_revision_available)")
 
 
-def local_task(dataset, export_dir: Path | None = None, name: str | None = None):
-    """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class."""
-    from beirx.data.cache import cache_dir
-    from beirx.publish.cards import read_front_matter
-    from beirx.publish.hub import export_dataset
-    from beirx.publish.mteb_results import local_revision
-    from beirx.publish.mteb_task import build_spec, build_task_class, register_task
-
-    checksum = dataset.checksum().split(":")[-1]
-    folder = export_dir or cache_dir("hub") / "mteb" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', dataset.name)}-" \
-                                                       f"{dataset.lang}-{checksum[:12]}"
-    exported = (read_front_matter(folder / "README.md").get("beirx") or {}).get("checksum")
-    if exported != dataset.checksum():
-        export_dataset(dataset, folder)
-    spec = build_spec(dataset, dataset_path=str(folder), dataset_revision=local_revision(dataset.checksum()),
-                      name=name)
-    cls = build_task_class(spec)
-    register_task(cls)
-    return cls, spec
-
-
-def mteb_encoder(model_name: str):
-    """The model wrapped for MTEB with the prompts beirx's dense retriever uses for it.
-
-    A bare ``SentenceTransformer`` would let sentence-transformers pick the ``document`` prompt, which it
-    sets to ``""`` when a model's config defines only ``query``/``passage`` (E5 folders): MTEB would then
-    encode documents without ``passage: `` (nDCG@10 0.866 instead of 0.876 on a 30-query SciFact slice).
-    """
-    from mteb.models import SentenceTransformerEncoderWrapper
-    from sentence_transformers import SentenceTransformer
-
-    from beirx.evaluate.model_files import resolve_model
-    from beirx.evaluate.retrievers.dense import model_prompts
-
-    prompts = model_prompts(resolve_model(model_name, None))
-    mteb_prompts = {"query": prompts["query"]} if prompts.get("query") else {}
-    if prompts.get("passage"):
-        mteb_prompts["document"] = prompts["passage"]
-    print(f"prompts for MTEB: {mteb_prompts or 'none'}")
-    return SentenceTransformerEncoderWrapper(SentenceTransformer(model_name), model_prompts=mteb_prompts or None)
-
-
 def _task(args) -> int:
     from beirx.data.resolve import resolve_dataset
-    from beirx.publish.mteb_task import build_spec, hub_revision, write_task_file
+    from beirx.publish.mteb_task import build_spec, hub_revision, local_task, mteb_encoder, write_task_file
 
     dataset = resolve_dataset(args.path, lang=args.lang)
     cls, spec = local_task(dataset, args.export_dir, args.name)

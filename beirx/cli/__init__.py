@@ -1,4 +1,4 @@
-"""The ``beirx`` command: one entry point, one module per subcommand.
+"""The ``beirx`` command: one entry point, one module per subcommand in this package.
 
 Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Only the module of the
 subcommand being run is imported, so ``beirx --help`` never loads torch, transformers or datasets.
@@ -15,13 +15,13 @@ from beirx import __version__
 from beirx.errors import BeirxError
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "datasets": ("beirx.data.commands", "list the dataset catalogue and what is cached; download datasets"),
-    "validate": ("beirx.data.validate_command", "check a BEIR folder (and that a translation kept IDs and qrels)"),
-    "translate": ("beirx.translate.command", "machine-translate a BEIR dataset, keeping IDs and qrels"),
-    "quality": ("beirx.translate.quality_command", "score a translated dataset's translation quality"),
-    "eval": ("beirx.evaluate.command", "evaluate retrievers and rerankers on a dataset and language"),
-    "publish": ("beirx.publish.command", "export/push datasets and results to the Hugging Face Hub"),
-    "mteb": ("beirx.publish.mteb_command", "register a dataset as an MTEB task; MTEB-format results"),
+    "datasets": ("beirx.cli.datasets", "list the dataset catalogue and what is cached; download datasets"),
+    "validate": ("beirx.cli.validate", "check a BEIR folder (and that a translation kept IDs and qrels)"),
+    "translate": ("beirx.cli.translate", "machine-translate a BEIR dataset, keeping IDs and qrels"),
+    "quality": ("beirx.cli.quality", "score a translated dataset's translation quality"),
+    "eval": ("beirx.cli.eval", "evaluate retrievers and rerankers on a dataset and language"),
+    "publish": ("beirx.cli.publish", "export/push datasets and results to the Hugging Face Hub"),
+    "mteb": ("beirx.cli.mteb", "register a dataset as an MTEB task; MTEB-format results"),
 }
 
 
