@@ -67,7 +67,7 @@ class PeakRss:
 
 def encoding(args) -> None:
     from beirx.data.beir_io import iter_corpus
-    from beirx.evaluate.embeddings_cache import encode_into
+    from beirx.models.embeddings_cache import encode_into
     from beirx.evaluate.retrievers.dense import DenseRetriever, document_text
 
     docs = list(iter_corpus(args.scifact / "corpus.jsonl"))

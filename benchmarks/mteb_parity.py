@@ -100,7 +100,8 @@ def mteb_phase(args, spec, label: str):
 
 
 def beirx_phase(args, dataset, spec):
-    from beirx.evaluate.experiment import SystemSpec, run_experiment
+    from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.systems import SystemSpec
     from beirx.language_packs import get_pack
 
     start = time.perf_counter()
@@ -123,7 +124,7 @@ def compare(args, dataset, spec) -> int:
 
     mteb_scores, mteb_run = mteb_phase(args, spec, "registry_prompts")  # loaded from the cache
     outcome = beirx_phase(args, dataset, spec)  # loaded from the embeddings cache
-    beirx_metrics = outcome.results["metrics"]
+    beirx_metrics = outcome.results.metrics
     _, qrels = dataset.queries_for_split(args.split)
     rescored = evaluate(qrels, mteb_run, k_values=(10, 100), ignore_identical_ids=spec.ignore_identical_ids).metrics
     raw_file = args.output / "mteb_raw_folder.json"

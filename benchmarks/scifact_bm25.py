@@ -27,7 +27,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         os.environ["BEIRX_HOME"] = home
         from beirx.data.dataset import BeirDataset
-        from beirx.evaluate.experiment import SystemSpec, run_experiment
+        from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.systems import SystemSpec
         from beirx.language_packs import get_pack
 
         pack = get_pack(args.lang)
@@ -40,7 +41,7 @@ def main() -> None:
                 out = run_experiment(dataset, pack, "test", SystemSpec("bm25", {"fields": fields}),
                                      Path(home) / "results", top_k=1000, show_progress=False)
                 total = time.perf_counter() - start
-                t, m = out.results["timings_seconds"], out.results["metrics"]
+                t, m = out.results.timings_seconds, out.results.metrics
                 print(f"{fields:<11}{label:<8}{t['index']:>9.2f}{t['search']:>10.2f}{t['evaluate']:>8.2f}"
                       f"{total:>9.2f}{m['NDCG@10']:>9.4f}{m['Recall@100']:>8.4f}")
 

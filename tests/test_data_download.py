@@ -369,13 +369,13 @@ def test_no_download_and_non_public_and_incomplete_folders(server, beirx_home):
 
 
 def test_hf_spec_loads_lazily_or_names_the_hub_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "beirx.publish.hub_download", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "beirx.data.hub_source", None)  # import fails as if not installed
     with pytest.raises(MissingExtraError, match=r"beirx\[hub\]"):
         resolve_dataset("hf:clarin-knext/scifact-pl", lang="pl")
     calls = []
-    fake = types.ModuleType("beirx.publish.hub_download")
+    fake = types.ModuleType("beirx.data.hub_source")
     fake.load_hub_dataset = lambda repo, lang, revision: calls.append((repo, lang, revision)) or "loaded"
-    monkeypatch.setitem(sys.modules, "beirx.publish.hub_download", fake)
+    monkeypatch.setitem(sys.modules, "beirx.data.hub_source", fake)
     assert resolve_dataset("hf:clarin-knext/scifact-pl", lang="pl") == "loaded"
     assert calls == [("clarin-knext/scifact-pl", "pl", None)]
 

@@ -15,9 +15,10 @@ import pytest
 
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, MissingExtraError
-from beirx.evaluate.model_files import ModelFiles, resolve_model
 from beirx.evaluate.retrievers import RETRIEVERS
-from beirx.evaluate.retrievers.dense import DenseRetriever, document_text, model_prompts
+from beirx.evaluate.retrievers.dense import DenseRetriever, document_text
+from beirx.models.files import ModelFiles, resolve_model
+from beirx.models.prompts import model_prompts
 from tests.conftest import write_beir
 
 MAX_LENGTH = 64  # shorter than e5's 512 to keep the test fast; the plumbing is the same
@@ -25,7 +26,6 @@ MAX_LENGTH = 64  # shorter than e5's 512 to keep the test fast; the plumbing is 
 
 class Pack:
     code = "en"
-    models = {}
 
     def describe(self):
         return {"code": "en"}
@@ -150,6 +150,7 @@ def test_missing_sentence_transformers_names_the_neural_extra(monkeypatch, tmp_p
         DenseRetriever(Pack(), model=str(tmp_path))
 
 
-def test_dense_needs_a_model(monkeypatch):
-    with pytest.raises(BeirxError, match="--model"):
+def test_dense_without_a_model_uses_the_language_default():
+    # Offline (conftest) and not cached: the English default is looked up and the error names it.
+    with pytest.raises(BeirxError, match=r"(?s)'intfloat/e5-base-v2'.*pass a local model folder"):
         DenseRetriever(Pack())

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from beirx.evaluate.embeddings_cache import EmbeddingCache, length_order
+from beirx.models.embeddings_cache import EmbeddingCache, length_order
 from beirx.evaluate.knn import exact_search, id_tie_ranks
 
 

@@ -9,16 +9,17 @@ always scores with 1.2 and 0.75), so scores with other values are checked on a r
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 
 import pytest
 
+from beirx.artifacts.results import ResultsDocument
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
-from beirx.evaluate.experiment import SystemSpec, run_experiment
+from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.systems import SystemSpec
 from beirx.evaluate.retrievers import es_cluster
 from beirx.evaluate.retrievers.bm25 import BM25Retriever
 from beirx.evaluate.retrievers.elasticsearch import ElasticsearchRetriever
@@ -177,7 +178,7 @@ def test_interrupted_or_damaged_index_is_rebuilt(es_url, prefix, tiny_dataset, m
 def es_bodies_name(es: ElasticsearchRetriever, dataset: BeirDataset) -> str:
     """The index name ``es.index(dataset)`` would use, without indexing."""
     from beirx.evaluate.retrievers import es_bodies
-    from beirx.evaluate.retrievers.base import cache_key
+    from beirx.checksums import cache_key
     from beirx.evaluate.retrievers.elasticsearch import _INDEX_FORMAT
 
     body = es._index_body()
@@ -277,8 +278,8 @@ def test_experiment_and_cli_write_results_with_provenance(es_url, prefix, tmp_pa
                              ignore_identical_ids=True, show_progress=False)
     run_lines = outcome.run_path.read_text().splitlines()
     assert [line.split()[2] for line in run_lines] == ["d1"]  # q1 itself was retrieved and dropped
-    assert outcome.results["metrics"]["NDCG@10"] == 1.0
-    system_doc = outcome.results["system"]
+    assert outcome.results.metrics["NDCG@10"] == 1.0
+    system_doc = outcome.results.system.description
     assert system_doc["retriever"] == "elasticsearch" and system_doc["analysis"] == "client"
     assert float(system_doc["index_similarity"]["k1"]) == 1.2 and system_doc["server"]["version"]
     assert "index_from_cache" not in system_doc
@@ -289,9 +290,9 @@ def test_experiment_and_cli_write_results_with_provenance(es_url, prefix, tmp_pa
     code = main(["eval", "--dataset", str(root), "--retriever", "elasticsearch", "--es-analysis", "client",
                  "--es-index-prefix", prefix, "--ignore-identical-ids", "--output", str(tmp_path / "cli")])
     assert code == 0
-    results = json.loads(next((tmp_path / "cli").glob("*.json")).read_text())
-    assert results["system"]["index_from_cache"] is True  # run_experiment above built the same index
-    assert results["metrics"]["NDCG@10"] == 1.0
+    results = ResultsDocument.load(next((tmp_path / "cli").glob("*.json")))
+    assert results.system.description["index_from_cache"] is True  # run_experiment above built the same index
+    assert results.metrics["NDCG@10"] == 1.0
     assert "selfref" in capsys.readouterr().out
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
-from beirx.evaluate.experiment import (FusionSpec, RerankSpec, RunFileSpec, Stages, SystemSpec, result_stem,
-                                       run_experiment)
+from beirx.evaluate.runner import Stages, result_stem, run_experiment
+from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.rerankers import RERANKERS
@@ -24,7 +24,6 @@ class Pack:
     """Stand-in language pack: lowercase whitespace tokens."""
 
     code = "en"
-    models = {}
 
     def analyze(self, text):
         return text.lower().replace(";", " ").replace(".", " ").split()
@@ -69,20 +68,20 @@ def test_bm25_files_and_results_as_before(tiny_dataset, tmp_path):
     out = run_experiment(ds, Pack(), "test", BM25, tmp_path / "out", top_k=10, show_progress=False)
     assert out.results_path.name == "tiny-en-test-bm25-b_0.75-fields_multifield-k1_1.2.json"
     assert out.run_path.name == "tiny-en-test-bm25-b_0.75-fields_multifield-k1_1.2.trec"
-    assert list(out.results["timings_seconds"]) == ["index", "search", "evaluate"]
-    assert out.results["system"]["retriever"] == "bm25" and "run_from_cache" not in out.results["system"]
-    assert out.results["dataset"]["query_language"] == "en" and "query_dataset" not in out.results
-    assert out.results["top_k"] == 10
-    assert "index_from_cache" not in out.results["system"]
+    assert list(out.results.timings_seconds) == ["index", "search", "evaluate"]
+    assert out.results.system.description["retriever"] == "bm25" and "run_from_cache" not in out.results.system.description
+    assert out.results.dataset.query_language == "en" and out.results.query_dataset is None
+    assert out.results.evaluation["top_k"] == 10
+    assert "index_from_cache" not in out.results.system.description
     first = read_trec(out.run_path)
     # A later command loads the cached index and searches again: same files, same numbers.
     again = run_experiment(ds, Pack(), "test", BM25, tmp_path / "out2", top_k=10, show_progress=False)
-    assert again.results["system"]["index_from_cache"] is True and "run_from_cache" not in again.results["system"]
-    assert list(again.results["timings_seconds"]) == ["index", "search", "evaluate"]
-    assert read_trec(again.run_path) == first and again.results["metrics"] == out.results["metrics"]
+    assert again.results.system.description["index_from_cache"] is True and "run_from_cache" not in again.results.system.description
+    assert list(again.results.timings_seconds) == ["index", "search", "evaluate"]
+    assert read_trec(again.run_path) == first and again.results.metrics == out.results.metrics
     fresh = run_experiment(ds, Pack(), "test", BM25, tmp_path / "out3", top_k=10, show_progress=False,
                            use_cache=False)
-    assert "index_from_cache" not in fresh.results["system"] and read_trec(fresh.run_path) == first
+    assert "index_from_cache" not in fresh.results.system.description and read_trec(fresh.run_path) == first
 
 
 def test_rerankers_see_identical_candidates_and_are_cached(tiny_dataset, tmp_path, overlap_reranker):
@@ -101,20 +100,20 @@ def test_rerankers_see_identical_candidates_and_are_cached(tiny_dataset, tmp_pat
     run_a = read_trec(out_a.run_path)
     assert {q: set(d) for q, d in run_a.items()} == {q: set(d) for q, d in top2.items() if d}
     assert out_a.run_path != out_b.run_path
-    system = out_a.results["system"]
+    system = out_a.results.system.description
     assert system["reranker"] == {"reranker": "test-overlap", "model": "overlap-v1"} and system["rerank_depth"] == 2
     assert system["first_stage"]["retriever"] == "bm25"
-    assert out_a.results["metrics"] == evaluate(ds.qrels("test"), run_a).metrics
+    assert out_a.results.metrics == evaluate(ds.qrels("test"), run_a).metrics
 
     # A new command: the reranked candidates come from the stored first-stage run, and every pair score from
     # the reranker's cache. The first stage evaluated on its own is recomputed from the cached index.
     overlap_reranker.calls = []
     again = run_experiment(ds, Pack(), "test", a, tmp_path / "again", top_k=10, show_progress=False)
     assert overlap_reranker.calls == []  # every pair score is in the reranker's cache
-    assert again.results["system"]["first_stage"]["run_from_cache"] is True
+    assert again.results.system.description["first_stage"]["run_from_cache"] is True
     assert read_trec(again.run_path) == run_a
     plain = run_experiment(ds, Pack(), "test", BM25_FLAT, tmp_path / "again", top_k=10, show_progress=False)
-    assert plain.results["system"]["index_from_cache"] is True and "run_from_cache" not in plain.results["system"]
+    assert plain.results.system.description["index_from_cache"] is True and "run_from_cache" not in plain.results.system.description
     assert truncate(read_trec(plain.run_path), 2).keys() == run_a.keys()
 
 
@@ -127,7 +126,7 @@ def test_run_file_as_first_stage(tiny_dataset, tmp_path, overlap_reranker):
     run = read_trec(out.run_path)
     assert set(run) == {"q1", "q2"} and set(run["q1"]) == {"d5", "d1", "d3"}
     assert list(truncate(run, 10)["q1"])[:2] in (["d3", "d1"], ["d1", "d3"])  # both share 2 query words
-    assert out.results["system"]["first_stage"]["retriever"] == "run_file"
+    assert out.results.system.description["first_stage"]["retriever"] == "run_file"
     bad = tmp_path / "bad.trec"
     write_trec(bad, {"q1": {"nope": 1.0}})
     with pytest.raises(BeirxError, match="'nope'.*no such document"):
@@ -148,7 +147,7 @@ def test_fusion_system_uses_the_component_runs(tiny_dataset, tmp_path):
     out = run_experiment(ds, Pack(), "test", spec, tmp_path, top_k=3, stages=stages)
     expected = truncate(fuse([stages.run(BM25).run, stages.run(BM25_FLAT).run], "arithmetic", "l2", [0.3, 0.7]), 3)
     assert read_trec(out.run_path) == {q: d for q, d in expected.items() if d}
-    system = out.results["system"]
+    system = out.results.system.description
     assert system["fusion"] == "arithmetic" and system["normalization"] == "l2" and system["weights"] == [0.3, 0.7]
     assert [s["fields"] for s in system["systems"]] == ["multifield", "flat"]
     assert out.run_path.name.startswith("tiny-en-test-arithmetic-l2-w0.3_0.7-bm25-")
@@ -168,11 +167,11 @@ def test_cross_lingual_pair_takes_queries_from_one_version_and_corpus_from_the_o
     out = run_experiment(corpus_en, Pack(), "test", BM25_FLAT, tmp_path / "out", top_k=5, stages=stages)
     assert out.results_path.name == result_stem(corpus_en, "test", BM25_FLAT.tag(), "pl") + ".json"
     assert out.results_path.name.startswith("tiny-pl2en-test-")
-    assert out.results["dataset"]["language"] == "en" and out.results["dataset"]["query_language"] == "pl"
-    assert out.results["query_dataset"]["language"] == "pl"
-    assert out.results["query_dataset"]["checksum"] == queries_pl.checksum()
+    assert out.results.dataset.language == "en" and out.results.dataset.query_language == "pl"
+    assert out.results.query_dataset.language == "pl"
+    assert out.results.query_dataset.checksum == queries_pl.checksum()
     assert set(read_trec(out.run_path)) == {"q1"}  # only "mice" is shared vocabulary
-    assert out.results["evaluation"]["num_queries"] == 3
+    assert out.results.evaluation["num_queries"] == 3
 
     other_ids = BeirDataset(write_beir(tmp_path / "other", [{"_id": "d1", "text": "x"}],
                                        [{"_id": "zz", "text": "nic"}], {"test": []}), lang="pl")

@@ -6,10 +6,13 @@ import json
 
 import pytest
 
+from beirx.artifacts.results import ResultsDocument
 from beirx.cli import main
 from beirx.errors import DataError
-from beirx.evaluate.experiment import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
-from beirx.evaluate.grid import LanguagePair, load_config, run_grid
+from beirx.data.language_pair import LanguagePair
+from beirx.evaluate.plan import plan_from_config
+from beirx.evaluate.runner import run_plan
+from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from tests.conftest import write_beir
 
 POLISH_QUERIES = [{"_id": "q1", "text": "które zwierzęta polują na myszy"},
@@ -19,7 +22,7 @@ POLISH_QUERIES = [{"_id": "q1", "text": "które zwierzęta polują na myszy"},
 
 @pytest.fixture
 def tiny_pl(tmp_path, tiny_dataset):
-    """The tiny dataset's Polish version: same IDs, Polish queries (the corpus is not used in pl:en pairs)."""
+    """The tiny dataset's Polish version: same IDs, Polish queries (the corpus is not used in pl2en pairs)."""
     corpus = [json.loads(line) for line in (tiny_dataset / "corpus.jsonl").read_text().splitlines()]
     return write_beir(tmp_path / "tiny-pl", corpus, POLISH_QUERIES,
                       {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]})
@@ -29,7 +32,7 @@ def write_config(path, tiny, tiny_pl, e5):
     path.write_text(f"""
 output = "out"
 top_k = 5
-languages = ["en", "pl:en"]
+languages = ["en", "pl2en"]
 
 [[datasets]]
 name = "{tiny}"
@@ -58,35 +61,37 @@ inputs = ["bm25", "e5"]
 def test_grid_runs_every_system_and_language_pair_and_reuses_caches(e5_small, tiny_dataset, tiny_pl, tmp_path,
                                                                      beirx_home):
     config = write_config(tmp_path / "grid.toml", tiny_dataset, tiny_pl, e5_small)
-    grid = load_config(config)
-    assert [d.languages for d in grid.datasets] == [[LanguagePair("en", "en"), LanguagePair("pl", "en")]]
+    grid = plan_from_config(config)
+    assert [d.pairs for d in grid.datasets] == [[LanguagePair("en", "en"), LanguagePair("pl", "en")]]
     assert grid.output == tmp_path / "out"
     hybrid = grid.systems["hybrid"]
     assert isinstance(hybrid, FusionSpec) and hybrid.inputs == [grid.systems["bm25"], grid.systems["e5"]]
 
-    rows = run_grid(grid, grid.output, show_progress=False)
+    rows = run_plan(grid, show_progress=False)
     assert [(r.languages, r.system) for r in rows] == [("en", "bm25"), ("en", "e5"), ("en", "hybrid"),
-                                                        ("pl>en", "bm25"), ("pl>en", "e5"), ("pl>en", "hybrid")]
+                                                        ("pl2en", "bm25"), ("pl2en", "e5"), ("pl2en", "hybrid")]
     names = sorted(p.name for p in grid.output.glob("*.json"))
     assert names == sorted([f"tiny-{langs}-test-{s}.json" for langs in ("en", "pl2en") for s in ("bm25", "e5", "hybrid")]
                            + ["summary.json"])
     summary = (grid.output / "summary.tsv").read_text().splitlines()
     assert len(summary) == 7 and summary[0].startswith("dataset\tlanguages\tsplit\tsystem\t")
-    cross = json.loads((grid.output / "tiny-pl2en-test-e5.json").read_text())
-    assert cross["dataset"]["language"] == "en" and cross["dataset"]["query_language"] == "pl"
-    assert cross["dataset"]["name"] == "tiny" and cross["query_dataset"]["source"] == str(tiny_pl)
-    # The pl:en pair searches the same English corpus: its document embeddings were reused, not re-encoded.
-    assert cross["system"]["index_from_cache"] is True
+    cross = ResultsDocument.load(grid.output / "tiny-pl2en-test-e5.json")
+    assert cross.dataset.language == "en" and cross.dataset.query_language == "pl" and cross.language_pair == "pl2en"
+    assert cross.dataset.name == "tiny" and cross.query_dataset.source == str(tiny_pl)
+    # The pl2en pair searches the same English corpus: its document embeddings were reused, not re-encoded.
+    assert cross.system.description["index_from_cache"] is True
     assert len([p for p in (beirx_home / "embeddings").iterdir() if not p.name.startswith(".")]) == 1
-    english = json.loads((grid.output / "tiny-en-test-e5.json").read_text())
-    assert english["metrics"]["NDCG@10"] > 0.8  # e5 finds these easy documents
-    assert english["system"]["query_prompt"] == "query: "
+    english = ResultsDocument.load(grid.output / "tiny-en-test-e5.json")
+    assert english.metrics["NDCG@10"] > 0.8  # e5 finds these easy documents
+    assert english.system.description["query_prompt"] == "query: " and english.label == "e5"
 
     # Rerunning the grid loads every index and all embeddings from the cache: nothing is re-encoded.
-    again = run_grid(load_config(config), tmp_path / "again", show_progress=False)
+    again_plan = plan_from_config(config)
+    again_plan.output = tmp_path / "again"
+    again = run_plan(again_plan, show_progress=False)
     assert [r.metrics for r in again] == [r.metrics for r in rows]
     for path in (tmp_path / "again").glob("tiny-*.json"):
-        system = json.loads(path.read_text())["system"]
+        system = ResultsDocument.load(path).system.description
         for part in system.get("systems", [system]):
             assert part["index_from_cache"] is True, path.name
 
@@ -104,8 +109,8 @@ systems:
   - {name: ce, reranker: cross-encoder, first_stage: hyb, model: some/ce, depth: 50}
   - {name: hyb, fusion: linear, inputs: [ext, e5], normalization: none, weights: [1, 0.5]}
 """, encoding="utf-8")
-    grid = load_config(config)
-    assert [(d.spec, d.languages) for d in grid.datasets] == [
+    grid = plan_from_config(config)
+    assert [(d.spec, d.pairs) for d in grid.datasets] == [
         ("scifact", [LanguagePair("en", "en"), LanguagePair("pl", "en")]), ("nfcorpus", [LanguagePair("de", "de")])]
     assert grid.split == "dev"
     assert grid.systems["ext"] == RunFileSpec(tmp_path / "runs" / "splade.trec", name="ext")
@@ -129,7 +134,7 @@ def test_config_errors_name_the_file(tmp_path, systems, message):
     config = tmp_path / "bad.yaml"
     config.write_text(f"datasets: [scifact]\nsystems: {systems}\n", encoding="utf-8")
     with pytest.raises(DataError, match=message) as err:
-        load_config(config)
+        plan_from_config(config)
     assert str(config) in str(err.value)
 
 
@@ -144,9 +149,9 @@ def test_eval_command_with_two_retrievers_and_fusions(e5_small, tiny_dataset, tm
     assert len(printed) == 1 + 4 + 1
     files = sorted(p.name for p in out.glob("*.json"))
     assert len(files) == 4 and files[0].startswith("tiny-en-test-bm25-b_0.75-fields_multifield-k1_1.2")
-    fused = [json.loads(p.read_text()) for p in out.glob("tiny-en-test-harmonic-*.json")]
-    assert len(fused) == 1 and fused[0]["system"]["weights"] == [1.0, 2.0]
-    assert fused[0]["system"]["normalization"] == "min_max"
+    fused = [ResultsDocument.load(p) for p in out.glob("tiny-en-test-harmonic-*.json")]
+    assert len(fused) == 1 and fused[0].system.description["weights"] == [1.0, 2.0]
+    assert fused[0].system.description["normalization"] == "min_max" and fused[0].system.kind == "fusion"
 
 
 def test_eval_command_argument_errors(tiny_dataset, tmp_path, capsys):
@@ -163,9 +168,9 @@ def test_eval_command_argument_errors(tiny_dataset, tmp_path, capsys):
 
 def parse(argv):
     from beirx.cli import build_parser
-    from beirx.cli.eval import build_systems
+    from beirx.evaluate.plan import systems_from_args
 
-    return build_systems(build_parser(argv).parse_args(argv))
+    return list(systems_from_args(build_parser(argv).parse_args(argv)).values())
 
 
 def test_command_line_systems(tmp_path):

@@ -14,9 +14,10 @@ import pytest
 
 from beirx.language_packs import LanguagePack, get_pack, list_packs
 from beirx.language_packs.porter import porter_stem
-from beirx.language_packs.reranker_tokens import relevance_tokens
 from beirx.language_packs.stemmers import known_stemmers, make_stemmer
 from beirx.language_packs.tokenizer import MAX_TOKEN_LENGTH, chunker, java_lower, tokenize, tokenize_raw
+from beirx.models.defaults import KINDS, default_model
+from beirx.models.relevance_tokens import relevance_tokens
 
 SNOWBALL_CODES = ("es", "ca", "gl", "de", "fr", "it", "pt", "nl", "ru")
 
@@ -32,9 +33,9 @@ def test_every_pack_is_complete_and_consistent(pack: LanguagePack):
     assert get_pack(pack.mteb_code) is pack and get_pack(pack.nllb_code) is pack and get_pack(pack.iso3) is pack
     assert pack.stemmer in known_stemmers()
     assert len(pack.stopwords) > 30 and all(w == java_lower(w) and w.strip() == w for w in pack.stopwords)
-    assert set(pack.models) == {"dense", "cross_encoder", "monot5", "translation_from_en"}
-    assert all(pack.models[k] for k in ("dense", "cross_encoder", "monot5"))
-    assert (pack.models["translation_from_en"] is None) == (pack.code == "en")
+    assert all(default_model(k, pack.code) for k in ("dense", "cross-encoder", "monot5"))
+    assert default_model("colbert", pack.code) is None
+    assert (default_model("translation_from_en", pack.code) is None) == (pack.code == "en")
     # analysis: stop words vanish, every term is a lowercased token or its stem
     text = f"{sorted(pack.stopwords)[0].upper()} Zebra42 {sorted(pack.stopwords)[-1]}"
     assert pack.analyze(text) == [make_stemmer(pack.stemmer)("zebra42")]
@@ -81,10 +82,11 @@ def test_polish_pack_identity():
     assert (pack.code, pack.mteb_code, pack.name, pack.iso3, pack.script, pack.nllb_code) == (
         "pl", "pol-Latn", "Polish", "pol", "Latn", "pol_Latn")
     assert pack.stemmer == "stempel" and len(pack.stopwords) == 182
-    assert pack.models == {"dense": "intfloat/multilingual-e5-base",
-                           "cross_encoder": "clarin-knext/herbert-base-reranker-msmarco",
-                           "monot5": "clarin-knext/plt5-base-msmarco",
-                           "translation_from_en": "facebook/nllb-200-distilled-600M"}
+    assert {k: default_model(k, "pl") for k in KINDS} == {
+        "dense": "intfloat/multilingual-e5-base", "cross-encoder": "clarin-knext/herbert-base-reranker-msmarco",
+        "monot5": "clarin-knext/plt5-base-msmarco", "colbert": None,
+        "translation_from_en": "facebook/nllb-200-distilled-600M"}
+    assert default_model("monot5", "pol-Latn") == default_model("monot5", "pl")  # any code form
     assert get_pack("PL") is pack and get_pack("pl-PL") is pack and get_pack("pl_PL") is pack
 
 
@@ -97,14 +99,16 @@ def test_unknown_language_gets_generic_pack_logged_once(caplog):
     assert sw.name == "Swahili (macrolanguage)"
     assert sw.stopwords == frozenset() and sw.stemmer is None
     assert sw.analyze("Habari ya ASUBUHI, dunia!") == ["habari", "ya", "asubuhi", "dunia"]
-    assert sw.models["translation_from_en"] == "facebook/nllb-200-distilled-600M"
+    assert default_model("translation_from_en", "sw") == "facebook/nllb-200-distilled-600M"
+    assert default_model("dense", "sw") == "intfloat/multilingual-e5-base"
     assert "filter" not in sw.es_settings()["analysis"]
     assert sw.es_settings()["analysis"]["analyzer"]["beirx_text"]["filter"] == ["lowercase"]
 
 
 def test_fallback_for_codes_outside_iso_639_1():
     xx = get_pack("xx")
-    assert (xx.code, xx.mteb_code, xx.nllb_code, xx.models["translation_from_en"]) == ("xx", None, None, None)
+    assert (xx.code, xx.mteb_code, xx.nllb_code) == ("xx", None, None)
+    assert default_model("translation_from_en", "xx") is None
     zh_hant = get_pack("zh-Hant")
     assert (zh_hant.mteb_code, zh_hant.nllb_code) == ("zho-Hant", "zho_Hant")
     assert get_pack("ar").nllb_code == "arb_Arab"
@@ -112,7 +116,7 @@ def test_fallback_for_codes_outside_iso_639_1():
 
 def test_get_pack_is_cheap_and_lazy():
     code = ("import sys, time; t = time.perf_counter(); from beirx.language_packs import get_pack;"
-            "p = get_pack('pl'); p.models; p.es_settings(); p.describe();"
+            "p = get_pack('pl'); p.es_settings(); p.describe();"
             "print(time.perf_counter() - t, 'pystempel' in sys.modules, 'Stemmer' in sys.modules)")
     seconds, stempel, snowball = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                                 check=True).stdout.split()

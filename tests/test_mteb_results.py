@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
-from beirx.evaluate.experiment import SystemSpec, run_experiment
+from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.systems import SystemSpec
 from beirx.language_packs import get_pack
 from beirx.publish.mteb_results import dataset_revision, model_folder, mteb_scores, write_mteb_results
 
@@ -37,13 +39,13 @@ def test_layout_and_content(bm25_results, tmp_path):
     assert path == tmp_path / "results" / "org__my_model" / "r1" / "Tiny-beirx.json"
     data = json.loads(path.read_text())
     assert data["task_name"] == "Tiny-beirx"
-    assert data["dataset_revision"] == "local-" + doc["dataset"]["checksum"].split(":")[1][:12]
+    assert data["dataset_revision"] == "local-" + doc.dataset.checksum.split(":")[1][:12]
     entry = data["scores"]["test"][0]
     assert entry["hf_subset"] == "default" and entry["languages"] == ["eng-Latn"]
-    assert entry["main_score"] == entry["ndcg_at_10"] == doc["metrics"]["NDCG@10"]
-    assert entry["recall_at_100"] == doc["metrics"]["Recall@100"] and entry["mrr_at_10"] == doc["metrics"]["MRR@10"]
-    assert entry["precision_at_1"] == doc["metrics"]["P@1"] and entry["map_at_1000"] == doc["metrics"]["MAP@1000"]
-    assert data["evaluation_time"] == pytest.approx(sum(doc["timings_seconds"].values()))
+    assert entry["main_score"] == entry["ndcg_at_10"] == doc.metrics["NDCG@10"]
+    assert entry["recall_at_100"] == doc.metrics["Recall@100"] and entry["mrr_at_10"] == doc.metrics["MRR@10"]
+    assert entry["precision_at_1"] == doc.metrics["P@1"] and entry["map_at_1000"] == doc.metrics["MAP@1000"]
+    assert data["evaluation_time"] == pytest.approx(sum(doc.timings_seconds.values()))
 
 
 def test_mteb_loads_it(bm25_results, tmp_path):
@@ -51,8 +53,8 @@ def test_mteb_loads_it(bm25_results, tmp_path):
     path = write_mteb_results(bm25_results.results, "Tiny-beirx", tmp_path / "cache" / "results")
     assert path.parent == tmp_path / "cache" / "results" / "bm25" / "no_revision_available"
     loaded = mteb.TaskResult.from_disk(path)
-    assert loaded.task_name == "Tiny-beirx" and loaded.get_score() == bm25_results.results["metrics"]["NDCG@10"]
-    assert loaded.scores["test"][0]["ndcg_at_10"] == bm25_results.results["metrics"]["NDCG@10"]
+    assert loaded.task_name == "Tiny-beirx" and loaded.get_score() == bm25_results.results.metrics["NDCG@10"]
+    assert loaded.scores["test"][0]["ndcg_at_10"] == bm25_results.results.metrics["NDCG@10"]
     bench = mteb.ResultCache(cache_path=tmp_path / "cache").load_results(require_model_meta=False,
                                                                         include_remote=False)
     [model] = bench.model_results
@@ -61,24 +63,23 @@ def test_mteb_loads_it(bm25_results, tmp_path):
 
 def test_splits_merge_and_other_data_is_refused(bm25_results, tmp_path):
     doc = bm25_results.results
-    dev = json.loads(json.dumps(doc))
-    dev["dataset"]["split"] = "dev"
-    dev["metrics"]["NDCG@10"] = 0.123
+    dev = dataclasses.replace(doc, dataset=dataclasses.replace(doc.dataset, split="dev"),
+                              metrics={**doc.metrics, "NDCG@10": 0.123})
     write_mteb_results(doc, "T", tmp_path, model_name="m", revision="r")
     path = write_mteb_results(dev, "T", tmp_path, model_name="m", revision="r")
     data = json.loads(path.read_text())
     assert sorted(data["scores"]) == ["dev", "test"] and data["scores"]["dev"][0]["main_score"] == 0.123
     write_mteb_results(dev, "T", tmp_path, model_name="m", revision="r")  # same split again: replaced, not doubled
     assert len(json.loads(path.read_text())["scores"]["dev"]) == 1
-    other = json.loads(json.dumps(doc))
-    other["dataset"]["checksum"] = "sha256:other"
+    other = dataclasses.replace(doc, dataset=dataclasses.replace(doc.dataset, checksum="sha256:other"))
     with pytest.raises(BeirxError, match="holds results on dataset revision"):
         write_mteb_results(other, "T", tmp_path, model_name="m", revision="r")
 
 
 def test_hub_commit_is_the_dataset_revision(bm25_results):
-    doc = json.loads(json.dumps(bm25_results.results))
-    doc["dataset"]["source"] = "hf:BeIR/scifact@" + "a" * 40 + " qrels=hf:BeIR/scifact-qrels@" + "b" * 40
+    doc = bm25_results.results
+    doc = dataclasses.replace(doc, dataset=dataclasses.replace(
+        doc.dataset, source="hf:BeIR/scifact@" + "a" * 40 + " qrels=hf:BeIR/scifact-qrels@" + "b" * 40))
     assert dataset_revision(doc) == "a" * 40
     assert model_folder("intfloat/multilingual-e5-small") == "intfloat__multilingual-e5-small"
 

@@ -17,20 +17,22 @@ transformers = pytest.importorskip("transformers")
 st = pytest.importorskip("sentence_transformers")
 
 import mteb  # noqa: E402
+from artifact_fixtures import translation_manifest  # noqa: E402
 from conftest import write_beir  # noqa: E402
 
 from beirx.cli import main  # noqa: E402
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
-from beirx.evaluate.experiment import SystemSpec, run_experiment  # noqa: E402
+from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.systems import SystemSpec  # noqa: E402
 from beirx.evaluate.metrics import evaluate  # noqa: E402
 from beirx.language_packs import get_pack  # noqa: E402
 from beirx.publish.mteb_task import local_task  # noqa: E402
 from beirx.publish.mteb_results import dataset_revision  # noqa: E402
 from beirx.publish.mteb_task import build_spec, build_task_class, register_task, write_task_file  # noqa: E402
 
-MANIFEST = {"format": 1, "source": {"name": "scifact", "lang": "en"}, "target": {"lang": "pl"},
-            "translator": {"backend": "ctranslate2", "model": "nllb-200-distilled-600M", "revision": "abc123"}}
+MANIFEST = dict(name="scifact", src="en", tgt="pl",
+                translator={"backend": "ctranslate2", "model": "nllb-200-distilled-600M", "revision": "abc123"})
 
 
 def _translated(tmp_path, name="scifact", lang="pl"):
@@ -39,7 +41,7 @@ def _translated(tmp_path, name="scifact", lang="pl"):
                        {"_id": "d2", "title": "", "text": "Psy są lojalne."}],
                       [{"_id": "q1", "text": "Kto poluje na myszy?"}, {"_id": "d2", "text": "lojalny pies"}],
                       {"test": [("q1", "d1", 1), ("d2", "d2", 1)]})
-    (root / "translation.json").write_text(json.dumps(MANIFEST), encoding="utf-8")
+    translation_manifest(**MANIFEST).save(root / "translation.json")
     return BeirDataset(root, name=name, lang=lang)
 
 
@@ -157,7 +159,7 @@ def test_mteb_evaluate_runs_offline_and_agrees_with_beirx(tiny_dataset, tiny_st_
         assert scores[f"mrr_at_{k}"] == pytest.approx(ours[f"MRR@{k}"], abs=1e-9)
     outcome = run_experiment(dataset, get_pack("en"), "test", SystemSpec("dense", {"model": str(tiny_st_model)}),
                              tmp_path / "beirx", show_progress=False, use_cache=False)
-    assert outcome.results["metrics"]["NDCG@10"] == pytest.approx(scores["ndcg_at_10"], abs=1e-4)
+    assert outcome.results.metrics["NDCG@10"] == pytest.approx(scores["ndcg_at_10"], abs=1e-4)
 
 
 def test_e5_small_slice_mteb_equals_beirx_dense(e5_small, scifact_dir, tmp_path):
@@ -183,8 +185,8 @@ def test_e5_small_slice_mteb_equals_beirx_dense(e5_small, scifact_dir, tmp_path)
     outcome = run_experiment(dataset, get_pack("en"), "test",
                              SystemSpec("dense", {"model": str(e5_small), "batch_size": 8}), tmp_path / "beirx",
                              show_progress=False, use_cache=False)
-    assert outcome.results["system"]["passage_prompt"] == "passage: "
-    assert outcome.results["metrics"]["NDCG@10"] == pytest.approx(task_result.scores["test"][0]["ndcg_at_10"],
+    assert outcome.results.system.description["passage_prompt"] == "passage: "
+    assert outcome.results.metrics["NDCG@10"] == pytest.approx(task_result.scores["test"][0]["ndcg_at_10"],
                                                                   abs=1e-4)
     assert task_result.get_score() > 0.5
 

@@ -3,19 +3,18 @@ the dataset card carries licence, provenance, quality and citations; existing fo
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 pytest.importorskip("pyarrow")
 
+from artifact_fixtures import quality_report, translation_manifest  # noqa: E402
 from conftest import write_beir  # noqa: E402
 
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
-from beirx.publish.cards import read_front_matter  # noqa: E402
+from beirx.data.front_matter import read_front_matter  # noqa: E402
 from beirx.publish.hub import export_dataset, local_files  # noqa: E402
-from beirx.publish.hub_download import load_hub_dataset  # noqa: E402
+from beirx.data.hub_source import load_hub_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -88,16 +87,12 @@ def test_translated_card_reads_manifest_and_quality(tmp_path):
                        {"_id": "a2", "title": "", "text": "Zdanie drugie."}],
                       [{"_id": "a1", "text": "Pytanie?"}],
                       {"test": [("a1", "a2", 1)]})
-    (root / "translation.json").write_text(json.dumps({
-        "format": 1, "kind": "beirx translation",
-        "source": {"name": "arguana", "lang": "en", "checksum": "sha256:abc"},
-        "target": {"lang": "pl"},
-        "translator": {"backend": "ctranslate2", "model": "facebook/nllb-200-distilled-600M", "revision": "f8d333a"},
-        "partial": False, "created": "2025-01-02T03:04:05+00:00"}), encoding="utf-8")
-    (root / "quality").mkdir()
-    (root / "quality" / "quality.json").write_text(json.dumps({"fields": {
-        "queries": {"similarity": {"mean": 0.91}, "pairs": 1, "flagged_items": 0,
-                    "language": {"checked": True, "target_share": 1.0}}}}), encoding="utf-8")
+    translation_manifest(name="arguana", src="en", tgt="pl", checksum="sha256:abc",
+                         translator={"backend": "ctranslate2", "model": "facebook/nllb-200-distilled-600M",
+                                     "revision": "f8d333a"},
+                         created="2025-01-02T03:04:05+00:00").save(root / "translation.json")
+    quality_report(queries={"mean": 0.91, "pairs": 1, "flagged_items": 0, "target_share": 1.0}).save(
+        root / "quality" / "quality.json")
     out = export_dataset(BeirDataset(root, name="arguana", lang="pl"), tmp_path / "out", repo_id="org/arguana-pl")
     meta = read_front_matter(out / "README.md")
     text = (out / "README.md").read_text(encoding="utf-8")

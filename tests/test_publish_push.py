@@ -17,6 +17,8 @@ import yaml
 pytest.importorskip("huggingface_hub")
 pytest.importorskip("pyarrow")
 
+from artifact_fixtures import results_document  # noqa: E402
+
 from beirx.cli import main  # noqa: E402
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
@@ -228,11 +230,11 @@ def test_cli_publish_results_renders_tables(hub, tmp_path, capsys):
     folder = tmp_path / "results"
     folder.mkdir()
     dense = {"retriever": "dense", "model": "intfloat/multilingual-e5-small"}
-    for name, system, ndcg in (("scifact-pl-bm25.json", {"name": "bm25"}, 0.61),
-                               ("scifact-pl-dense.json", dense, 0.67)):
-        (folder / name).write_text(json.dumps({
-            "schema": "beirx.results/1", "dataset": {"name": "scifact", "language": "pl", "split": "test"},
-            "system": system, "metrics": {"NDCG@10": ndcg, "MAP@100": 0.5, "Recall@100": 0.9, "MRR@10": 0.6}}))
+    for name, label, system, ndcg in (("scifact-pl-bm25.json", "bm25", {"retriever": "bm25"}, 0.61),
+                                      ("scifact-pl-dense.json", "dense", dense, 0.67)):
+        results_document(name="scifact", lang="pl", split="test", label=label, description=system,
+                         metrics={"NDCG@10": ndcg, "MAP@100": 0.5, "Recall@100": 0.9, "MRR@10": 0.6}).save(
+            folder / name)
     (folder / "other.json").write_text("{}")
     assert main(["publish", "results", str(folder), "--repo", "org/results", "--endpoint", hub.url]) == 0
     card = hub.repos[("dataset", "org/results")]["files"]["README.md"].decode()

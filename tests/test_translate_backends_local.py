@@ -127,7 +127,7 @@ def test_hf_translates_in_order_within_the_limit_and_reuses_memory(hf_translator
     sent = [s for call in rec.calls for s in call]
     assert len(sent) == len(set(sent)) and all(len(c) <= 3 for c in rec.calls)
     assert max(hf_translator.count_tokens(s) for s in sent) <= LIMIT < hf_translator.count_tokens(LONG)
-    assert manifest["counts"]["split_long"] == 1
+    assert manifest.counts["split_long"] == 1
     docs = read(tmp_path / "out" / "corpus.jsonl")
     assert [d["_id"] for d in docs] == ["d1", "d2", "d3"]
     for doc, src in zip(docs, CORPUS):
@@ -136,9 +136,9 @@ def test_hf_translates_in_order_within_the_limit_and_reuses_memory(hf_translator
     assert docs[2]["text"] == "" and docs[1]["title"] == ""
     assert [q["text"] for q in read(tmp_path / "out" / "queries.jsonl")] == \
         [expected_text(q["text"], hf_translator) for q in QUERIES]
-    assert again.calls == [] and rerun["counts"]["translated"] == 0
+    assert again.calls == [] and rerun.counts["translated"] == 0
     assert (tmp_path / "again" / "corpus.jsonl").read_bytes() == (tmp_path / "out" / "corpus.jsonl").read_bytes()
-    description = manifest["translator"]
+    description = manifest.translator
     assert description["backend"] == "hf" and description["revision"].startswith("sha256:")
     assert description["family"] == "single-pair" and description["beam_size"] == 1
 
@@ -152,7 +152,7 @@ def test_hf_resume_after_interruption_is_byte_identical(hf_translator, dataset, 
                               progress=False)
         assert tm.count() == 4
         resumed = Recording(hf_translator)
-        counts = translate_dataset(dataset, tmp_path / "out", resumed, tm, batch_size=2, progress=False)["counts"]
+        counts = translate_dataset(dataset, tmp_path / "out", resumed, tm, batch_size=2, progress=False).counts
     assert counts["from_memory"] == 4 and sum(map(len, resumed.calls)) == counts["segments_unique"] - 4
     for name in ("corpus.jsonl", "queries.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
@@ -177,13 +177,13 @@ def test_ctranslate2_converts_into_the_cache_once_and_translates(tiny_marian, da
         manifest = translate_dataset(dataset, tmp_path / "out", rec, tm, batch_size=4, progress=False)
         again = CT2Translator("en", "es", str(tiny_marian), **opts)  # cached conversion, memory hits
         assert (converted[0] / "model.bin").stat().st_mtime_ns == stamp
-        assert translate_dataset(dataset, tmp_path / "again", again, tm, progress=False)["counts"]["translated"] == 0
+        assert translate_dataset(dataset, tmp_path / "again", again, tm, progress=False).counts["translated"] == 0
     assert validate_dataset(tmp_path / "out", against=dataset.root).ok
     assert max(ct2.count_tokens(s) for call in rec.calls for s in call) <= LIMIT
     docs = read(tmp_path / "out" / "corpus.jsonl")
     assert [d["text"] for d in docs] == [expected_text(d["text"], ct2) for d in CORPUS]
-    assert manifest["translator"]["quantization"] == "int8" and manifest["translator"]["compute_type"] == "int8"
-    assert manifest["translator"]["revision"] == CT2Translator("en", "es", str(tiny_marian), **opts).describe()["revision"]
+    assert manifest.translator["quantization"] == "int8" and manifest.translator["compute_type"] == "int8"
+    assert manifest.revision == CT2Translator("en", "es", str(tiny_marian), **opts).describe()["revision"]
     direct = CT2Translator("en", "es", str(converted[0]), **opts)  # an already converted folder
     assert direct.translate_batch(["the cat hunts."]) == ct2.translate_batch(["the cat hunts."])
 
@@ -219,17 +219,55 @@ def test_language_conventions_of_each_model_family():
     assert ModelTokenizer(StubTokenizer(["</s>", "a"]), "en", "es").family == "single-pair"
 
 
-def test_revision_is_the_snapshot_commit_or_a_content_hash(tmp_path):
-    from beirx.translate.backends.seq2seq import model_revision
+def test_legacy_revision_is_the_snapshot_commit_or_a_short_content_hash(tmp_path):
+    from beirx.translate.backends.seq2seq import legacy_revision
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     snapshot = tmp_path / "models--org--m" / "snapshots" / commit
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
-    assert model_revision(str(snapshot)) == commit
+    assert legacy_revision(str(snapshot)) == commit
     local = tmp_path / "local"
     local.mkdir()
     (local / "config.json").write_text("{}")
-    first = model_revision(str(local))
+    first = legacy_revision(str(local))
     (local / "model.safetensors").write_bytes(b"weights")
-    assert first.startswith("sha256:") and model_revision(str(local)) != first
+    assert len(first) == len("sha256:") + 16 and legacy_revision(str(local)) != first
+    assert legacy_revision("Helsinki-NLP/opus-mt-en-es") is None  # Hub ids kept their commit
+
+
+class OldBeirx:
+    """``translator`` as beirx described it before the revision rule was shared (what old memories hold)."""
+
+    def __init__(self, translator, revision):
+        self.inner, self.revision = translator, revision
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def describe(self):
+        return {**self.inner.describe(), "revision": self.revision}
+
+    def earlier_descriptions(self):
+        return []
+
+
+def test_revision_is_shared_and_memories_of_the_old_rule_are_adopted(hf_translator, tiny_marian, dataset, tmp_path):
+    from beirx.models.files import resolve_model
+    from beirx.translate.backends.seq2seq import legacy_revision
+
+    revision = hf_translator.describe()["revision"]
+    assert revision == resolve_model(str(tiny_marian)).revision  # what a results document records
+    old = legacy_revision(str(tiny_marian))
+    assert old != revision and hf_translator.earlier_descriptions() == [{**hf_translator.describe(), "revision": old}]
+    with TranslationMemory(tmp_path / "tm.sqlite") as tm:
+        before = translate_dataset(dataset, tmp_path / "old", OldBeirx(hf_translator, old), tm, progress=False)
+        rec = Recording(hf_translator)
+        after = translate_dataset(dataset, tmp_path / "new", rec, tm, progress=False)
+        assert tm.count() == 2 * before.counts["translated"]  # copied once, under the new key
+        again = translate_dataset(dataset, tmp_path / "again", hf_translator, tm, progress=False)
+        assert tm.count() == 2 * before.counts["translated"]  # adopted only at the first registration
+    assert rec.calls == [] and after.counts["translated"] == 0 and again.counts["translated"] == 0
+    assert after.revision == revision and before.revision == old
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "old" / name).read_bytes()

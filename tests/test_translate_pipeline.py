@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from beirx.artifacts import TranslationManifest
 from beirx.data.dataset import BeirDataset
 from beirx.data.validate import validate_dataset
 from beirx.errors import BeirxError
@@ -148,12 +149,12 @@ def test_translates_dedups_batches_and_reassembles(source, tmp_path):
     assert (out / "qrels" / "test.tsv").read_bytes() == (source.root / "qrels" / "test.tsv").read_bytes()
     assert (out / "qrels" / "dev.tsv").read_bytes() == (source.root / "qrels" / "dev.tsv").read_bytes()
     assert validate_dataset(out, against=source.root).ok
-    counts = manifest["counts"]
+    counts = manifest.counts
     assert counts["segments_unique"] == len(sent) and counts["translated"] == len(sent)
     assert counts["from_memory"] == 0 and counts["segments_total"] > counts["segments_unique"]
-    assert manifest["source"]["checksum"] == source.checksum()
-    assert manifest["translator"]["backend"] == "reverser" and "versions" in manifest
-    assert json.loads((out / MANIFEST).read_text())["counts"] == counts
+    assert manifest.source.checksum == source.checksum() and manifest.family == source.name
+    assert manifest.backend == "reverser" and manifest.versions["beirx"]
+    assert TranslationManifest.load(out / MANIFEST) == manifest
 
 
 def test_rerun_is_served_from_memory_with_identical_bytes(source, tmp_path):
@@ -162,8 +163,8 @@ def test_rerun_is_served_from_memory_with_identical_bytes(source, tmp_path):
         again = Reverser()
         manifest = translate_dataset(source, tmp_path / "b", again, tm, progress=False)
     assert again.calls == []
-    assert manifest["counts"]["translated"] == 0
-    assert manifest["counts"]["from_memory"] == manifest["counts"]["segments_unique"]
+    assert manifest.counts["translated"] == 0
+    assert manifest.counts["from_memory"] == manifest.counts["segments_unique"]
     for name in ("corpus.jsonl", "queries.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
@@ -172,7 +173,7 @@ def test_memory_is_keyed_by_system(source, tmp_path):
     with TranslationMemory(tmp_path / "tm.sqlite") as tm:
         translate_dataset(source, tmp_path / "a", Reverser(), tm, progress=False)
         other = Reverser(tgt="yy")  # another language pair: nothing may be reused
-        assert translate_dataset(source, tmp_path / "b", other, tm, progress=False)["counts"]["from_memory"] == 0
+        assert translate_dataset(source, tmp_path / "b", other, tm, progress=False).counts["from_memory"] == 0
 
 
 def test_interrupted_run_resumes_without_retranslating(source, tmp_path):
@@ -186,8 +187,8 @@ def test_interrupted_run_resumes_without_retranslating(source, tmp_path):
         assert done == 2 * Reverser.max_batch_size
         resumed = Reverser()
         manifest = translate_dataset(source, tmp_path / "out", resumed, tm, progress=False)
-    assert manifest["counts"]["from_memory"] == done
-    assert sum(len(c) for c in resumed.calls) == manifest["counts"]["segments_unique"] - done
+    assert manifest.counts["from_memory"] == done
+    assert sum(len(c) for c in resumed.calls) == manifest.counts["segments_unique"] - done
     for name in ("corpus.jsonl", "queries.jsonl"):
         assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
 
@@ -198,7 +199,7 @@ def test_lost_placeholders_fall_back_to_splitting_around_tokens(source, tmp_path
     d2 = read_jsonl(tmp_path / "out" / "corpus.jsonl")[1]
     assert "https://example.org/cats" in d2["text"] and d2["text"].startswith("hide. Mice\nSee https://example.org/cats.")
     assert read_jsonl(tmp_path / "out" / "corpus.jsonl")[3]["text"] == "In 2005. 42 (17)"
-    assert manifest["counts"]["placeholder_fallbacks"] == 2
+    assert manifest.counts["placeholder_fallbacks"] == 2
 
 
 def test_long_sentences_are_split_to_the_model_limit(tmp_path):
@@ -212,14 +213,14 @@ def test_long_sentences_are_split_to_the_model_limit(tmp_path):
     assert all(tr.count_tokens(s) <= 5 for s in sent)
     text = read_jsonl(tmp_path / "out" / "corpus.jsonl")[0]["text"]
     assert sorted(text.split()) == sorted(long.split())  # every word kept: nothing truncated
-    assert manifest["counts"]["split_long"] == 1
+    assert manifest.counts["split_long"] == 1
 
 
 def test_fields_and_limit(source, tmp_path):
     with TranslationMemory(tmp_path / "tm.sqlite") as tm:
         manifest = translate_dataset(source, tmp_path / "q", Reverser(), tm, fields=["queries"], progress=False)
         assert (tmp_path / "q" / "corpus.jsonl").read_bytes() == (source.root / "corpus.jsonl").read_bytes()
-        assert manifest["untranslated_fields"] == ["corpus"]
+        assert manifest.untranslated_fields == ["corpus"]
         translate_dataset(source, tmp_path / "l", Reverser(), tm, limit=2, progress=False)
         assert [d["_id"] for d in read_jsonl(tmp_path / "l" / "corpus.jsonl")] == ["d1", "d2"]
         with pytest.raises(BeirxError, match="fields"):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from beirx.artifacts import TranslationManifest
 from beirx.data.validate import validate_dataset
 from conftest import REPO, write_beir
 
@@ -71,8 +72,8 @@ def env(home: Path) -> dict[str, str]:
     return {**os.environ, "BEIRX_HOME": str(home), "PYTHONPATH": str(REPO)}
 
 
-def manifest(out: Path) -> dict:
-    return json.loads((out / "translation.json").read_text(encoding="utf-8"))
+def manifest(out: Path) -> TranslationManifest:
+    return TranslationManifest.load(out / "translation.json")
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +99,9 @@ def test_translates_real_scifact_and_validates(scifact50, tmp_path):
     assert words.count("de") > 200 and words.count("the") < 20  # Spanish now
     assert sum("*" in w for w in words) < 10  # unknown-word marks dropped (-u)
     m = manifest(reference)
-    assert m["translator"]["model"] == "eng-spa" and m["translator"]["revision"].startswith("sha256:")
-    assert m["counts"]["translated"] == m["counts"]["segments_unique"] > 400 and m["counts"]["batches"] <= 2
-    assert m["source"]["checksum"].startswith("sha256:")
+    assert m.model == "eng-spa" and m.revision.startswith("sha256:")
+    assert m.counts["translated"] == m.counts["segments_unique"] > 400 and m.counts["batches"] <= 2
+    assert m.source.checksum.startswith("sha256:") and m.backend == "apertium" and m.format == 2
 
 
 def test_sigkill_mid_run_then_resume_gives_identical_bytes(scifact_slice, reference, tmp_path):
@@ -126,7 +127,7 @@ def test_sigkill_mid_run_then_resume_gives_identical_bytes(scifact_slice, refere
     assert done > 0 and done % int(BATCH) == 0  # whole batches only
 
     subprocess.run(command(scifact_slice, out, memory), env=env(tmp_path), check=True, timeout=120)
-    counts = manifest(out)["counts"]
+    counts = manifest(out).counts
     assert counts["from_memory"] == done
     assert counts["translated"] == counts["segments_unique"] - done  # only what was missing
     for name in FILES:
@@ -138,12 +139,12 @@ def test_two_concurrent_runs_share_one_memory(scifact_slice, reference, tmp_path
     procs = [subprocess.Popen(command(scifact_slice, tmp_path / f"out{i}", memory), env=env(tmp_path))
              for i in (1, 2)]
     assert [p.wait(120) for p in procs] == [0, 0]
-    unique = manifest(reference)["counts"]["segments_unique"]
+    unique = manifest(reference).counts["segments_unique"]
     with sqlite3.connect(memory) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0] == unique
     for i in (1, 2):
-        counts = manifest(tmp_path / f"out{i}")["counts"]
+        counts = manifest(tmp_path / f"out{i}").counts
         assert counts["from_memory"] + counts["translated"] == unique
         for name in FILES:
             assert (tmp_path / f"out{i}" / name).read_bytes() == (reference / name).read_bytes(), name

@@ -9,8 +9,10 @@ import random
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
+from beirx.artifacts.quality import QualityReport, TableRow
 from beirx.data.dataset import BeirDataset
 from beirx.translate import langid, quality_flags
 from beirx.cli import main
@@ -77,11 +79,9 @@ def test_length_ratio_outliers_robust_and_fixed():
 
 
 def test_distribution_uses_fixed_bins():
-    import numpy as np
-
     d = distribution(np.array([0.5, 0.9, 0.95, 1.0]))
-    assert d["n"] == 4 and d["mean"] == pytest.approx(0.8375) and d["p50"] == pytest.approx(0.925)
-    assert d["histogram"]["counts"][10] == 1 and d["histogram"]["counts"][18] == 1 and d["histogram"]["counts"][19] == 2
+    assert d.n == 4 and d.mean == pytest.approx(0.8375) and d.p50 == pytest.approx(0.925)
+    assert d.histogram.counts[10] == 1 and d.histogram.counts[18] == 1 and d.histogram.counts[19] == 2
 
 
 def test_language_id_on_real_polish_questions_and_english_queries(polish_questions, scifact_dir):
@@ -114,13 +114,17 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     real = run_quality(source, good, **kw)
     wrong = run_quality(source, shuffled, tmp_path / "shuffled-report", **kw)
     for field in ("queries", "corpus"):
-        assert real["fields"][field]["similarity"]["mean"] > wrong["fields"][field]["similarity"]["mean"] + 0.1
-        assert real["fields"][field]["flagged_items"] == 0
-        assert real["fields"][field]["language"]["target_share"] == 1.0
+        assert real.fields[field].similarity.mean > wrong.fields[field].similarity.mean + 0.1
+        assert real.fields[field].flagged_items == 0
+        assert real.fields[field].language.target_share == 1.0
     # Pair by pair (the review sample holds every pair here): each true translation beats the mismatched one.
     real_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "pl" / "quality" / "review_sample.jsonl")}
     wrong_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "shuffled-report" / "review_sample.jsonl")}
     assert len(real_sims) == 2 * len(PARALLEL) and all(real_sims[k] > wrong_sims[k] for k in real_sims)
+    # Every scored query's similarity is kept by ID, the same value the pair's row shows.
+    assert sorted(real.per_query_similarity) == sorted(qid for field, qid in real_sims if field == "queries")
+    assert all(round(sim, 4) == real_sims[("queries", qid)] for qid, sim in real.per_query_similarity.items())
+    assert np.mean(list(real.per_query_similarity.values())) == pytest.approx(real.fields["queries"].similarity.mean)
 
     report = run_quality(source, defective, tmp_path / "broken-report", **kw)
     flagged = {(r["field"], r["id"]): r for r in _jsonl(tmp_path / "broken-report" / "flagged.jsonl")}
@@ -131,20 +135,21 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     assert flagged[("queries", "q15")]["details"]["lost_urls"] == ["https://example.org/help"]
     assert flagged[("corpus", "d4")]["reasons"][0] == "empty"
     assert set(flagged) == {("queries", "q12"), ("queries", "q8"), ("queries", "q15"), ("corpus", "d4")}
-    assert report["fields"]["queries"]["flags"] == {"lost_numbers": 1, "lost_urls": 1, "untranslated": 1,
+    assert report.fields["queries"].flags == {"lost_numbers": 1, "lost_urls": 1, "untranslated": 1,
                                                     "wrong_language": 1}
 
     # Files: the default output folder is <translated>/quality, everything written, markdown has the table.
     out = tmp_path / "pl" / "quality"
     assert sorted(p.name for p in out.iterdir()) == ["flagged.jsonl", "quality.json", "quality.md",
                                                      "review_sample.jsonl", "review_sample.md"]
-    saved = json.loads((out / "quality.json").read_text(encoding="utf-8"))
-    assert saved["table"] == [{"dataset": "pl", "queries": pytest.approx(real["fields"]["queries"]["similarity"]["mean"]),
-                               "corpus": pytest.approx(real["fields"]["corpus"]["similarity"]["mean"])}]
-    assert saved["encoder"]["prompts"] == {"query": "query: ", "passage": "passage: "}
-    assert saved["source"]["checksum"] == source.checksum() and saved["translated"]["checksum"] == good.checksum()
+    saved = QualityReport.load(out / "quality.json")
+    assert saved == real
+    assert saved.table == [TableRow(dataset="pl", queries=real.fields["queries"].similarity.mean,
+                                    corpus=real.fields["corpus"].similarity.mean)]
+    assert saved.encoder["prompts"] == {"query": "query: ", "passage": "passage: "}
+    assert saved.source.checksum == source.checksum() and saved.translated.checksum == good.checksum()
     md = (out / "quality.md").read_text(encoding="utf-8")
-    assert f"| pl | {real['fields']['queries']['similarity']['mean']:.3f} |" in md
+    assert f"| pl | {real.fields['queries'].similarity.mean:.3f} |" in md
     assert (out / "review_sample.md").read_text(encoding="utf-8").count("- [ ] adequate") == 2 * len(PARALLEL)
 
 
@@ -170,19 +175,19 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     back = TRANSLATORS.get("apertium")("es", "en")  # the registered backend, mode spa-eng
     report = run_quality(source, translated, roundtrip_translator=back, roundtrip_sample=20, **kw)
     wrong = run_quality(source, shuffled, tmp_path / "shuffled-report", **kw)
-    q = report["fields"]["queries"]
-    assert q["similarity"]["mean"] > wrong["fields"]["queries"]["similarity"]["mean"] + 0.1
-    assert q["language"]["detected"]["es"] >= 20  # Apertium leaves unknown English terms, yet mostly Spanish
+    q = report.fields["queries"]
+    assert q.similarity.mean > wrong.fields["queries"].similarity.mean + 0.1
+    assert q.language.detected["es"] >= 20  # Apertium leaves unknown English terms, yet mostly Spanish
 
     # Round trip: chrF of 20 seeded back-translations equals sacrebleu's on the same texts.
     import sacrebleu
 
     backs = [r for r in _jsonl(tmp_path / "es" / "quality" / "review_sample.jsonl") if "back_translation" in r]
-    assert len(backs) == 20 == q["roundtrip"]["n"]
+    assert len(backs) == 20 == q.roundtrip.n
     expected = sacrebleu.metrics.CHRF().corpus_score([r["back_translation"] for r in backs],
                                                      [[r["source"] for r in backs]]).score
-    assert q["roundtrip"]["chrF"] == pytest.approx(expected, abs=0.01)
-    assert 30 < q["roundtrip"]["chrF"] < 100
+    assert q.roundtrip.chrF == pytest.approx(expected, abs=0.01)
+    assert 30 < q.roundtrip.chrF < 100
 
 
 def test_cli_scores_a_pipeline_translation_from_its_manifest(tmp_path, tiny_dataset, e5_small, capsys):
@@ -197,9 +202,9 @@ def test_cli_scores_a_pipeline_translation_from_its_manifest(tmp_path, tiny_data
     assert main(["quality", str(out), "--encoder", str(e5_small), "--sample", "2", "--roundtrip-translator",
                  "apertium", "--output", str(tmp_path / "report"), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    report = json.loads((tmp_path / "report" / "quality.json").read_text(encoding="utf-8"))
-    assert report["source"]["path"] == str(tiny_dataset) and report["translated"]["lang"] == "es"
-    assert report["translation"]["translator"]["backend"] == "apertium" and not report["translation"]["partial"]
-    assert list(report["fields"]) == ["queries"] and report["fields"]["queries"]["pairs"] == 4
-    assert report["fields"]["queries"]["roundtrip"]["n"] == 4
-    assert f"{report['fields']['queries']['similarity']['mean']:.4f}" in printed and "round-trip chrF" in printed
+    report = QualityReport.load(tmp_path / "report" / "quality.json")
+    assert report.source.path == str(tiny_dataset) and report.translated.lang == "es"
+    assert report.translation.translator["backend"] == "apertium" and not report.translation.partial
+    assert list(report.fields) == ["queries"] and report.fields["queries"].pairs == 4
+    assert report.fields["queries"].roundtrip.n == 4 and len(report.per_query_similarity) == 4
+    assert f"{report.fields['queries'].similarity.mean:.4f}" in printed and "round-trip chrF" in printed

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("beirx.cli.eval", "evaluate retrievers and rerankers on a dataset and language"),
     "publish": ("beirx.cli.publish", "export/push datasets and results to the Hugging Face Hub"),
     "mteb": ("beirx.cli.mteb", "register a dataset as an MTEB task; MTEB-format results"),
+    "schema": ("beirx.cli.schema", "print the JSON Schema of the results, manifest or quality file format"),
 }
 
 
@@ -38,6 +39,8 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
+    common.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="progress bars (default: when stderr is a terminal; periodic log lines otherwise)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_name(argv)
     for name, (module, help_text) in COMMANDS.items():
@@ -47,6 +50,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
             mod.add_arguments(cmd)
             cmd.set_defaults(handler=mod.run)
     return parser
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """``--progress``/``--no-progress`` as given, else bars only on a terminal and never with ``--quiet``."""
+    if getattr(args, "progress", None) is not None:
+        return bool(args.progress)
+    return sys.stderr.isatty() and not getattr(args, "quiet", False)
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:

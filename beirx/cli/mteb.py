@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from pathlib import Path
-
-from beirx.errors import BeirxError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +59,8 @@ def _task(args) -> int:
     if args.evaluate:
         import mteb
 
-        model = mteb_encoder(args.evaluate)
+        model, prompts = mteb_encoder(args.evaluate)
+        print(f"prompts for MTEB: {prompts or 'none'}")
         result = mteb.evaluate(model, cls(), cache=mteb.ResultCache(args.results),
                                encode_kwargs={"batch_size": args.batch_size}, overwrite_strategy="always")
         for task_result in result.task_results:
@@ -72,13 +70,11 @@ def _task(args) -> int:
 
 
 def _results(args) -> int:
+    from beirx.artifacts.results import ResultsDocument
     from beirx.publish.mteb_results import write_mteb_results
 
     for path in args.files:
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise BeirxError(f"{path}: cannot read results JSON ({exc})") from exc
+        doc = ResultsDocument.load(path)  # a malformed file: DataError naming the file and the field
         out = write_mteb_results(doc, args.task, args.output, model_name=args.model, revision=args.revision)
         print(f"{path} -> {out}")
     return 0

@@ -7,9 +7,9 @@ beirx never takes it as an argument, so it never lands in shell history, logs or
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
 
 
@@ -35,15 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     res.add_argument("--title", default=None, help="card title (default: the repository name)")
 
 
-def collect_results(folder: Path) -> list[tuple[str, dict]]:
-    """``(relative_path, document)`` for every beirx results JSON under ``folder``."""
+def collect_results(folder: Path) -> list[tuple[str, ResultsDocument]]:
+    """``(relative_path, document)`` for every beirx results JSON under ``folder``; other JSON files are
+    skipped, a malformed results file stops with its name and the bad field."""
     found = []
     for path in sorted(folder.rglob("*.json")):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("beirx.results/"):
+        doc = ResultsDocument.load_if_any(path)
+        if doc is not None:
             found.append((path.relative_to(folder).as_posix(), doc))
     return found
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
 
@@ -37,7 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roundtrip-sample", type=int, default=200, help="items per field to back-translate (default 200)")
     parser.add_argument("--output", type=Path, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def _options(pairs: list[str]) -> dict[str, str]:
@@ -54,16 +54,16 @@ def run(args) -> int:
     from beirx.data.dataset import BeirDataset
     from beirx.data.resolve import resolve_dataset
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.quality import run_quality, translation_manifest
+    from beirx.translate.quality import report_dir, run_quality
 
     folder = Path(args.translated).expanduser()
-    manifest = (translation_manifest(BeirDataset(folder)) if folder.is_dir() else None) or {}
-    lang = args.lang or (manifest.get("target") or {}).get("lang")
-    src = args.src or (manifest.get("source") or {}).get("lang") or "en"
+    manifest = BeirDataset(folder).translation if folder.is_dir() else None
+    lang = args.lang or (manifest.target_language if manifest else None)
+    src = args.src or (manifest.source_language if manifest else "en")
     if not lang:
         raise BeirxError("pass the translation's language with --lang")
     translated = resolve_dataset(args.translated, lang=lang)
-    source_spec = args.source or (manifest.get("source") or {}).get("path")
+    source_spec = args.source or (manifest.source.path if manifest else None)
     if source_spec is None and folder.is_dir():
         raise BeirxError(f"{folder} has no beirx translation manifest: pass the original dataset with --source")
     source = resolve_dataset(source_spec or args.translated, lang=src)
@@ -76,13 +76,13 @@ def run(args) -> int:
                          src_lang=src, tgt_lang=lang, fields=fields, sample_size=args.sample, seed=args.seed,
                          roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
                          batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
-                         show_progress=not args.no_progress)
+                         show_progress=show_progress(args))
     print(f"{'field':<8} {'pairs':>6} {'mean sim':>9} {'flagged':>8}  flags")
-    for field, entry in report["fields"].items():
-        flags = ", ".join(f"{k} {v}" for k, v in entry["flags"].items()) or "-"
-        trip = f"  round-trip chrF {entry['roundtrip']['chrF']:.2f}" if "roundtrip" in entry else ""
-        mean = entry["similarity"].get("mean")
-        print(f"{field:<8} {entry['pairs']:>6} {'-' if mean is None else f'{mean:.4f}':>9} "
-              f"{entry['flagged_items']:>8}  {flags}{trip}")
-    print(f"report: {report['output_dir']}/quality.md")
+    for field, entry in report.fields.items():
+        flags = ", ".join(f"{k} {v}" for k, v in entry.flags.items()) or "-"
+        trip = f"  round-trip chrF {entry.roundtrip.chrF:.2f}" if entry.roundtrip else ""
+        mean = entry.similarity.mean
+        print(f"{field:<8} {entry.pairs:>6} {'-' if mean is None else f'{mean:.4f}':>9} "
+              f"{entry.flagged_items:>8}  {flags}{trip}")
+    print(f"report: {report_dir(translated, args.output)}/quality.md")
     return 0

@@ -15,6 +15,7 @@ import json
 import logging
 from pathlib import Path
 
+from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="encoder of the quality report: Hub id or folder (default LaBSE)")
     parser.add_argument("--quality-max-items", type=int,
                         help="score a seeded random subset of at most N items per field (default: all)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def parse_options(pairs: list[str]) -> dict[str, object]:
@@ -94,7 +94,7 @@ def run(args) -> int:
     memory_path = args.memory or cache_dir("translation_memory") / "memory.sqlite"
     common = {"fields": _fields(args.fields), "limit": args.limit, "verbatim": args.verbatim,
               "verbatim_kinds": kinds, "max_segment_tokens": args.max_segment_tokens}
-    progress = not (args.no_progress or getattr(args, "quiet", False))
+    progress = show_progress(args)
     with TranslationMemory(memory_path) as memory:
         if args.dry_run:
             print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
@@ -102,7 +102,7 @@ def run(args) -> int:
         output = args.output or default_output(dataset, args.lang, args.limit)
         manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
                                               progress=progress, **common)
-    counts, timings = manifest["counts"], manifest["timings"]
+    counts, timings = manifest.counts, manifest.timings
     print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
           f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
     print(f"segments: {counts['segments_total']} total, {counts['segments_unique']} unique, "
@@ -118,15 +118,15 @@ def _quality(source, output: Path, args, progress: bool) -> None:
     from beirx.data.dataset import BeirDataset
 
     try:
-        from beirx.translate.quality import run_quality
+        from beirx.translate.quality import report_dir, run_quality
 
         translated = BeirDataset(output, name=source.name, lang=args.lang)
-        report = run_quality(source, translated, encoder=args.quality_encoder, src_lang=args.src,
-                             tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in _fields(args.fields)),
-                             show_progress=progress, max_items=args.quality_max_items)
+        run_quality(source, translated, encoder=args.quality_encoder, src_lang=args.src,
+                    tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in _fields(args.fields)),
+                    show_progress=progress, max_items=args.quality_max_items)
     except (BeirxError, OSError, ImportError) as exc:
         log.warning("the translation is complete, but the quality report failed: %s", exc)
         print(f"quality report: not written ({exc}); run  beirx quality {output} --source {source.root} "
               f"--lang {args.lang} --encoder MODEL")
         return
-    print(f"quality report: {report['output_dir']}")
+    print(f"quality report: {report_dir(translated)}")

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
+from beirx.artifacts.manifest import TranslationManifest
 from beirx.checksums import files_checksum
 from beirx.data import beir_io
 from beirx.data.records import Doc, Qrels, Query
@@ -20,13 +21,17 @@ from beirx.errors import DataError
 log = logging.getLogger(__name__)
 
 class BeirDataset:
-    """A BEIR-layout folder. ``name`` and ``lang`` are labels used in results and cache keys."""
+    """A BEIR-layout folder. ``name`` and ``lang`` are labels used in results and cache keys.
+
+    ``name`` defaults to the dataset family: the source's name recorded in ``translation.json`` for a beirx
+    translation (``scifact`` for a folder ``scifact-pl``), else the folder's name.
+    """
 
     def __init__(self, root: Path | str, name: str | None = None, lang: str = "en", source: str | None = None):
         self.root = Path(root)
         if not self.root.is_dir():
             raise DataError(self.root, "dataset folder not found")
-        self.name = name or self.root.name
+        self.name = name or (self.translation.family if self.translation else self.root.name)
         self.lang = lang
         self.source = source or str(self.root)
 
@@ -93,6 +98,11 @@ class BeirDataset:
         return queries, qrels
 
     # -- identity ----------------------------------------------------------------------------
+    @cached_property
+    def translation(self) -> TranslationManifest | None:
+        """The ``translation.json`` beirx translate left here, or None (a malformed one raises DataError)."""
+        return TranslationManifest.find(self.root)
+
     def checksum(self) -> str:
         """``sha256:<hex>`` over the data files (see :mod:`beirx.checksums`)."""
         return files_checksum(self.root, self.data_files())

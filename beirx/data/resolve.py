@@ -1,6 +1,6 @@
 """Turn what a user typed after ``--dataset`` into a :class:`BeirDataset`.
 
-* a folder in BEIR layout: used as it is, named after the folder;
+* a folder in BEIR layout: used as it is, named after the folder (a beirx translation after its source);
 * ``hf:ORG/NAME``: loaded from the Hugging Face Hub (needs the ``hub`` extra);
 * a catalogue name: for English the cached copy, downloaded and extracted on first use; for another
   language the translated copy in ``$BEIRX_HOME/datasets/<name>-<lang>``, which ``beirx translate``
@@ -30,7 +30,7 @@ def resolve_dataset(spec: str, lang: str = "en", download: bool = True, base_url
         return _from_hub(spec, lang)
     local = _local_folder(spec)
     if local is not None:
-        return BeirDataset(local, name=local.name, lang=lang, source=str(local))
+        return BeirDataset(local, lang=lang, source=str(local))  # named after its family (translation.json)
     if spec.startswith(("/", ".", "~")):
         raise BeirxError(f"dataset folder {spec} not found")
     info = catalogue.get(spec)
@@ -103,7 +103,7 @@ def _translated(info: DatasetInfo, lang: str) -> BeirDataset:
 
 def _from_hub(spec: str, lang: str) -> BeirDataset:
     try:
-        from beirx.publish.hub_download import load_hub_dataset
+        from beirx.data.hub_source import load_hub_dataset
     except ImportError as exc:
         raise MissingExtraError(exc.name or "huggingface_hub", "hub", f"loading {spec!r} from the Hugging Face Hub") \
             from exc

@@ -45,11 +45,10 @@ import math
 from collections.abc import Sequence
 
 from beirx.errors import BeirxError
+from beirx.evaluate.defaults import FUSION_METHODS, NORMALIZATIONS, RRF_K  # noqa: F401 (re-exported)
 from beirx.evaluate.runs import Run, ranked
 
-METHODS = ("rrf", "arithmetic", "geometric", "harmonic", "linear")
-NORMALIZATIONS = ("min_max", "l2", "none")
-RRF_K = 60
+METHODS = FUSION_METHODS
 MIN_MAX_FLOOR = 0.001  # OpenSearch MinMaxScoreNormalizationTechnique.MIN_SCORE
 
 

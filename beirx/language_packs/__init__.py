@@ -1,4 +1,4 @@
-"""Language packs: per-language analysis (Lucene-compatible), Elasticsearch settings and model defaults.
+"""Language packs: per-language analysis (Lucene-compatible) and Elasticsearch settings.
 
 ``get_pack(code)`` accepts ISO 639-1 (``pl``), ISO 639-3 (``pol``), MTEB (``pol-Latn``), NLLB
 (``pol_Latn``) or locale (``pl-PL``) codes; a language without a declared pack gets a generic one
@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .pack import LanguagePack
-from .packs import MULTILINGUAL_MODELS, PACKS
+from .packs import PACKS
 
 __all__ = ["LanguagePack", "get_pack", "list_packs"]
 
@@ -54,11 +54,8 @@ def get_pack(code: str) -> LanguagePack:
     if iso3 is None and len(lang) == 3 and lang.isalpha():
         iso3 = lang
     script = script or default_script or None
-    models = dict(MULTILINGUAL_MODELS)
     nllb_code = (nllb or None) if script == default_script else None
-    pack = LanguagePack(code=lang, name=name, iso3=iso3, script=script, models=models, nllb=nllb_code,
+    pack = LanguagePack(code=lang, name=name, iso3=iso3, script=script, nllb=nllb_code,
                         notes="generic fallback: StandardTokenizer + lowercase, no stop words, no stemming")
-    if pack.nllb_code is None:
-        models["translation_from_en"] = None
     log.warning("no language pack for %r: using the generic pack (%s)", raw, pack.notes)
     return pack

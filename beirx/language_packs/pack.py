@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
-from typing import Callable, Mapping
+from typing import Callable
 
 from . import tokenizer as _tok
 from .stemmers import es_stem_filter, make_stemmer
@@ -30,7 +30,7 @@ _POSSESSIVE_MARKS = ("'", "\u2019", "\uff07")  # EnglishPossessiveFilter's apost
 
 @dataclass(frozen=True, eq=False)
 class LanguagePack:
-    """How one language is analysed for lexical retrieval, plus its model defaults.
+    """How one language is analysed for lexical retrieval (default models: :mod:`beirx.models.defaults`).
 
     Declared as data in :mod:`beirx.language_packs.packs`; unknown languages get a generic pack
     (tokenize + lowercase only).
@@ -45,7 +45,6 @@ class LanguagePack:
     possessive: bool = False  # English "'s" removal before lowercasing (EnglishPossessiveFilter)
     elision: tuple[str, ...] = ()  # articles stripped before an apostrophe (ElisionFilter)
     es_plugins: tuple[str, ...] = ()
-    models: Mapping[str, str | None] = field(default_factory=dict)
     nllb: str | None = None  # NLLB-200 code when it is not iso3_script
     notes: str = ""
 

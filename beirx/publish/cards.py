@@ -3,20 +3,24 @@
 A card is YAML metadata (what the Hub indexes and what ``datasets`` reads its ``configs`` from) followed
 by a markdown body. The YAML is produced with ``yaml.safe_dump`` so it is always valid; the body comes
 from a ``string.Template`` in the repository's ``cards/`` folder, where wording can be changed without
-touching code. Provenance is read from what the translation stage leaves in a dataset folder
-(``translation.json`` and ``quality/quality.json``), tolerantly: a missing or differently shaped file only
-leaves a field out of the card, it never stops a publish.
+touching code. Provenance is read from the typed artifacts the translation stage leaves in a dataset folder
+(``translation.json`` and ``quality/quality.json``), tolerantly: a missing or malformed file (logged with the
+file and field) only leaves its fields out of the card, it never stops a publish.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import string
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from beirx.artifacts.manifest import FILENAME, TranslationManifest
+from beirx.artifacts.quality import FILENAME as QUALITY_FILENAME, QualityReport
+from beirx.artifacts.results import ResultsDocument
+from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -46,72 +50,45 @@ def with_front_matter(metadata: dict[str, Any], body: str) -> str:
     return f"---\n{header}---\n\n{body.lstrip()}"
 
 
-def read_front_matter(readme: Path) -> dict[str, Any]:
-    """The YAML metadata of a README.md, or ``{}`` when it has none or it does not parse."""
-    if not readme.is_file():
-        return {}
-    text = readme.read_text(encoding="utf-8", errors="replace")
-    if not text.startswith("---"):
-        return {}
-    end = text.find("\n---", 3)
-    if end < 0:
-        return {}
-    try:
-        data = yaml.safe_load(text[3:end])
-    except yaml.YAMLError as exc:
-        log.warning("%s: YAML metadata does not parse (%s); ignoring it", readme, exc)
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 # -- provenance left by the translation stage ----------------------------------------------------
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        log.warning("%s: not readable as JSON (%s); leaving it out of the card", path, exc)
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-MANIFEST_NAMES = ("translation.json", "manifest.json")  # beirx translate writes translation.json
-
-
-def read_manifest(root: Path) -> dict[str, Any]:
-    """The translation manifest in ``root`` (``translation.json``), or ``{}`` for an untranslated dataset."""
-    path = manifest_path(root)
-    return _read_json(path) if path else {}
+MANIFEST_NAMES = (FILENAME, "manifest.json")  # beirx translate writes translation.json
 
 
 def manifest_path(root: Path) -> Path | None:
     return next((Path(root) / n for n in MANIFEST_NAMES if (Path(root) / n).is_file()), None)
 
 
-def _lookup(data: dict[str, Any], *paths: str) -> Any:
-    """The first value found at one of the dotted ``paths`` (``"translator.model"``), else None."""
-    for path in paths:
-        node: Any = data
-        for key in path.split("."):
-            node = node.get(key) if isinstance(node, dict) else None
-        if node not in (None, "", [], {}):
-            return node
-    return None
+def read_manifest(root: Path) -> TranslationManifest | None:
+    """The translation manifest in ``root``, or None for an untranslated dataset or a malformed manifest
+    (logged with the file and field: it leaves provenance out of the card, it does not stop a publish)."""
+    path = manifest_path(root)
+    return _tolerant(TranslationManifest, path) if path else None
 
 
-def translation_provenance(manifest: dict[str, Any]) -> dict[str, Any]:
-    """Translator, model, revision, languages and source from a manifest, tolerating other shapes."""
-    translator = _lookup(manifest, "translator.backend", "translator.name", "backend", "translator")
+def _tolerant(cls, path: Path):
+    try:
+        return cls.load(path)
+    except DataError as exc:
+        log.warning("%s; leaving it out of the card", exc)
+        return None
+
+
+def translation_provenance(manifest: TranslationManifest | None) -> dict[str, Any]:
+    """Translator, model, revision, languages and source for a card (all None without a manifest)."""
+    if manifest is None:
+        return {"translator": None, "model": None, "model_revision": None, "source_language": None,
+                "target_language": None, "source_dataset": None, "source_checksum": None, "partial": False,
+                "created": None}
     return {
-        "translator": translator if isinstance(translator, str) else None,
-        "model": _lookup(manifest, "translator.model", "translator.model_name", "model"),
-        "model_revision": _lookup(manifest, "translator.revision", "translator.model_revision", "model_revision"),
-        "source_language": _lookup(manifest, "source.lang", "translator.src", "source_lang"),
-        "target_language": _lookup(manifest, "target.lang", "translator.tgt", "target_lang"),
-        "source_dataset": _lookup(manifest, "source.name", "source_dataset"),
-        "source_checksum": _lookup(manifest, "source.checksum", "source_checksum"),
-        "license": _lookup(manifest, "license", "licence", "source.license"),
-        "partial": bool(manifest.get("partial")),
-        "created": _lookup(manifest, "created"),
+        "translator": manifest.backend,
+        "model": manifest.model,
+        "model_revision": manifest.revision,
+        "source_language": manifest.source_language,
+        "target_language": manifest.target_language,
+        "source_dataset": manifest.family,
+        "source_checksum": manifest.source.checksum,
+        "partial": manifest.partial,
+        "created": manifest.created,
     }
 
 
@@ -119,25 +96,19 @@ def read_quality(root: Path) -> dict[str, float]:
     """Headline numbers of the ``beirx quality`` report ``root/quality/quality.json``, per field.
 
     Mean source/translation similarity, share of flagged pairs, share detected in the target language
-    and round-trip chrF, for each field the report covers; ``{}`` when there is no report.
+    and round-trip chrF, for each field the report covers; ``{}`` when there is no (readable) report.
     """
-    path = Path(root) / "quality" / "quality.json"
-    report = _read_json(path) if path.is_file() else {}
+    path = Path(root) / "quality" / QUALITY_FILENAME
+    report = _tolerant(QualityReport, path) if path.is_file() else None
     found: dict[str, float] = {}
-    fields = report.get("fields") if isinstance(report.get("fields"), dict) else {}
-    for name, entry in fields.items():
-        if not isinstance(entry, dict):
-            continue
+    for name, entry in (report.fields if report else {}).items():
         values = {
-            "similarity (mean)": _lookup(entry, "similarity.mean"),
-            "flagged share": (entry["flagged_items"] / entry["pairs"]
-                              if isinstance(entry.get("flagged_items"), int) and entry.get("pairs") else None),
-            "in target language": _lookup(entry, "language.target_share"),
-            "round-trip chrF": _lookup(entry, "roundtrip.chrF"),
+            "similarity (mean)": entry.similarity.mean,
+            "flagged share": entry.flagged_items / entry.pairs if entry.pairs else None,
+            "in target language": entry.language.target_share if entry.language.checked else None,
+            "round-trip chrF": entry.roundtrip.chrF if entry.roundtrip else None,
         }
-        for label, value in values.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                found[f"{name} {label}"] = float(value)
+        found.update({f"{name} {label}": float(value) for label, value in values.items() if value is not None})
     return found
 
 
@@ -252,34 +223,34 @@ def render_dataset_card(info: dict[str, Any]) -> str:
 RESULTS_METRICS = ("NDCG@10", "MAP@100", "Recall@100", "MRR@10")
 
 
-def render_results_card(results: list[tuple[str, dict[str, Any]]], *, title: str, beirx_version: str) -> str:
-    """The README.md of a results repository: one markdown table per (dataset, language, split).
+def render_results_card(results: list[tuple[str, ResultsDocument]], *, title: str, beirx_version: str) -> str:
+    """The README.md of a results repository: one markdown table per (dataset, language pair, split).
 
-    ``results`` holds ``(relative_path, beirx_results_document)`` pairs.
+    ``results`` holds ``(relative_path, results document)`` pairs.
     """
-    groups: dict[tuple[str, str, str], list[tuple[str, str, dict[str, float]]]] = {}
+    groups: dict[tuple[str, str, str], list[tuple[str, str, ResultsDocument]]] = {}
+    languages: set[str] = set()
     for rel, doc in results:
-        ds = doc.get("dataset", {})
-        key = (str(ds.get("name")), str(ds.get("language")), str(ds.get("split")))
-        system = doc.get("system", {})
-        label = str(system.get("name") or system.get("retriever") or system.get("model") or rel)
-        if system.get("model") and system.get("model") != label:
-            label += f" ({system['model']})"
-        groups.setdefault(key, []).append((label, rel, doc.get("metrics", {})))
+        key = (doc.family, doc.language_pair, doc.split)
+        languages.update((doc.corpus_language, doc.query_language))
+        label = doc.label
+        model = doc.system.model
+        if model and model != label:
+            label += f" ({model})"
+        groups.setdefault(key, []).append((label, rel, doc))
     tables = []
-    for (name, lang, split), rows in sorted(groups.items()):
-        lines = [f"## {name} — {lang} ({split})", "",
+    for (name, pair, split), rows in sorted(groups.items()):
+        lines = [f"## {name} — {pair} ({split})", "",
                  _table_row("system", *RESULTS_METRICS, "file"),
                  _table_row("---", *("---:" for _ in RESULTS_METRICS), "---")]
-        for label, rel, metrics in sorted(rows, key=lambda r: -float(r[2].get("NDCG@10", 0.0))):
-            cells = [f"{metrics[m]:.4f}" if isinstance(metrics.get(m), (int, float)) else "–" for m in RESULTS_METRICS]
+        for label, rel, doc in sorted(rows, key=lambda r: -(r[2].metric("NDCG@10") or 0.0)):
+            cells = [f"{doc.metric(m):.4f}" if doc.metric(m) is not None else "–" for m in RESULTS_METRICS]
             lines.append(_table_row(label, *cells, f"`{rel}`"))
         tables.append("\n".join(lines))
     datasets = sorted({name for name, _, _ in groups})
-    languages = sorted({lang for _, lang, _ in groups})
     metadata = {
         "tags": ["beirx", "beir", "retrieval", "results", "mteb"],
-        "language": languages,
+        "language": sorted(languages),
         "beirx": {"datasets": datasets, "files": len(results), "beirx_version": beirx_version},
     }
     body = template("results_card.md").substitute(

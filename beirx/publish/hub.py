@@ -31,6 +31,7 @@ from typing import Any
 from beirx import __version__
 from beirx.atomic import atomic_dir
 from beirx.data.dataset import BeirDataset
+from beirx.data.front_matter import read_front_matter
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
 from beirx.publish import cards
@@ -151,7 +152,7 @@ def card_info(dataset: BeirDataset, *, repo_id: str, configs: list[dict[str, Any
         "summary": summary,
         "repo_id": repo_id,
         "checksum": dataset.checksum(),
-        "license": prov.get("license") or (info.license if info else None),
+        "license": info.license if info else None,
         "task": info.task if info else None,
         "source_id": info.hf_id if info else None,
         "ignore_identical_ids": info.ignore_identical_ids if info else None,
@@ -165,7 +166,7 @@ def card_info(dataset: BeirDataset, *, repo_id: str, configs: list[dict[str, Any
 
 
 def _is_previous_export(folder: Path) -> bool:
-    meta = cards.read_front_matter(folder / "README.md")
+    meta = read_front_matter(folder / "README.md")
     return EXPORT_MARKER in (meta.get("tags") or []) and "configs" in meta
 
 

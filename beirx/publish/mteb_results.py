@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts.results import ResultsDocument
 from beirx.atomic import write_json
 from beirx.errors import BeirxError
 
@@ -67,54 +68,46 @@ def local_revision(checksum: str) -> str:
     return "local-" + checksum.split(":")[-1][:12]
 
 
-def dataset_revision(beirx_results: dict[str, Any]) -> str:
+def dataset_revision(beirx_results: ResultsDocument) -> str:
     """The data revision a results file was computed on: the Hub commit for ``hf:`` data, else
     :func:`local_revision` of its checksum."""
-    ds = beirx_results.get("dataset", {})
-    match = re.match(r"^hf:[^@\s]+@([0-9a-f]{40})\b", str(ds.get("source", "")))
+    match = re.match(r"^hf:[^@\s]+@([0-9a-f]{40})\b", beirx_results.dataset.source)
     if match:
         return match.group(1)
-    return local_revision(ds["checksum"]) if ds.get("checksum") else NO_REVISION
+    return local_revision(beirx_results.dataset.checksum) if beirx_results.dataset.checksum else NO_REVISION
 
 
-def _languages(beirx_results: dict[str, Any]) -> list[str]:
-    pack = beirx_results.get("language_pack") or {}
-    if pack.get("mteb_code"):
-        return [pack["mteb_code"]]
+def _languages(beirx_results: ResultsDocument) -> list[str]:
+    if beirx_results.mteb_language:
+        return [beirx_results.mteb_language]
     from beirx.language_packs import get_pack
 
-    return [get_pack(beirx_results.get("dataset", {}).get("language", "en")).mteb_code]
+    return [get_pack(beirx_results.corpus_language).mteb_code]
 
 
-def system_model(beirx_results: dict[str, Any]) -> tuple[str, str]:
-    """``(model_name, revision)`` of the system that produced a results file (retriever name if no model)."""
-    system = beirx_results.get("system", {})
-    name = system.get("model") or system.get("model_name") or system.get("name") or system.get("retriever")
-    if not name:
-        raise BeirxError("results file names no model or retriever; pass the model name explicitly")
-    revision = system.get("revision") or system.get("model_revision") or NO_REVISION
-    return str(name), str(revision)
+def system_model(beirx_results: ResultsDocument) -> tuple[str, str]:
+    """``(model_name, revision)`` of the system that produced a results file: its model, else its retriever's
+    name (``bm25``), else its label."""
+    system = beirx_results.system
+    return system.model or system.retriever or system.label, system.revision or NO_REVISION
 
 
-def task_result_document(beirx_results: dict[str, Any], task_name: str, *, hf_subset: str = "default",
+def task_result_document(beirx_results: ResultsDocument, task_name: str, *, hf_subset: str = "default",
                          revision: str | None = None) -> dict[str, Any]:
     """One split of ``beirx_results`` as an MTEB ``TaskResult`` dictionary."""
-    if beirx_results.get("schema", "").split("/")[0] != "beirx.results":
-        raise BeirxError(f"not a beirx results document (schema {beirx_results.get('schema')!r})")
-    split = beirx_results["dataset"]["split"]
-    timings = beirx_results.get("timings_seconds") or {}
-    scores = {**mteb_scores(beirx_results["metrics"]), "hf_subset": hf_subset, "languages": _languages(beirx_results)}
+    timings = beirx_results.timings_seconds
+    scores = {**mteb_scores(beirx_results.metrics), "hf_subset": hf_subset, "languages": _languages(beirx_results)}
     return {
         "dataset_revision": revision or dataset_revision(beirx_results),
         "task_name": task_name,
         "mteb_version": _mteb_version(),
-        "scores": {split: [scores]},
-        "evaluation_time": float(sum(v for v in timings.values() if isinstance(v, (int, float)))) or None,
+        "scores": {beirx_results.split: [scores]},
+        "evaluation_time": float(sum(timings.values())) or None,
         "kg_co2_emissions": None,
     }
 
 
-def write_mteb_results(beirx_results: dict[str, Any], task_name: str, output_dir: Path | str,
+def write_mteb_results(beirx_results: ResultsDocument, task_name: str, output_dir: Path | str,
                        model_name: str | None = None, revision: str | None = None) -> Path:
     """Write (or merge into) ``output_dir/{model}/{revision}/{task_name}.json`` and return its path.
 

@@ -169,7 +169,7 @@ def build_spec(dataset: BeirDataset, *, dataset_path: str, dataset_revision: str
         description = meta.description if meta is not None else f"{title} retrieval (BEIR layout), via beirx."
     bibtex = "\n\n".join(b.strip() for b in (meta.bibtex_citation if meta is not None else "", cards.citations()) if b)
     bibtex = f"\n{bibtex}\n"  # mteb's own layout: the entries start and end on a line of their own
-    license_id = prov.get("license") or (info.license if info else None) or (meta.license if meta is not None else None)
+    license_id = (info.license if info else None) or (meta.license if meta is not None else None)
     return TaskSpec(
         name=chosen,
         description=description,
@@ -290,7 +290,7 @@ def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
 def local_task(dataset, export_dir: Path | None = None, name: str | None = None):
     """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class."""
     from beirx.data.cache import cache_dir
-    from beirx.publish.cards import read_front_matter
+    from beirx.data.front_matter import read_front_matter
     from beirx.publish.hub import export_dataset
     from beirx.publish.mteb_results import local_revision
     from beirx.publish.mteb_task import build_spec, build_task_class, register_task
@@ -309,7 +309,7 @@ def local_task(dataset, export_dir: Path | None = None, name: str | None = None)
 
 
 def mteb_encoder(model_name: str):
-    """The model wrapped for MTEB with the prompts beirx's dense retriever uses for it.
+    """``(model wrapped for MTEB, its prompts)``, with the prompts beirx's dense retriever uses for it.
 
     A bare ``SentenceTransformer`` would let sentence-transformers pick the ``document`` prompt, which it
     sets to ``""`` when a model's config defines only ``query``/``passage`` (E5 folders): MTEB would then
@@ -318,12 +318,18 @@ def mteb_encoder(model_name: str):
     from mteb.models import SentenceTransformerEncoderWrapper
     from sentence_transformers import SentenceTransformer
 
-    from beirx.evaluate.model_files import resolve_model
-    from beirx.evaluate.retrievers.dense import model_prompts
+    from beirx.models.device import choose_device
+    from beirx.models.files import resolve_model
+    from beirx.models.prompts import model_prompts
 
-    prompts = model_prompts(resolve_model(model_name, None))
+    files = resolve_model(model_name, None)
+    prompts = model_prompts(files)
     mteb_prompts = {"query": prompts["query"]} if prompts.get("query") else {}
     if prompts.get("passage"):
         mteb_prompts["document"] = prompts["passage"]
-    log.info("prompts for MTEB: %s", mteb_prompts or "none")
-    return SentenceTransformerEncoderWrapper(SentenceTransformer(model_name), model_prompts=mteb_prompts or None)
+    # A fresh instance, not the shared one of beirx.models.loaded: MTEB must see the model's own maximum
+    # length (a dense retriever in this process may have changed the shared one), and loading by the name
+    # the user gave keeps that name in MTEB's model metadata.
+    model = SentenceTransformer(model_name, device=choose_device(None))
+    wrapper = SentenceTransformerEncoderWrapper(model, model_prompts=mteb_prompts or None)
+    return wrapper, mteb_prompts

@@ -6,6 +6,10 @@ repeat across a dataset (or across datasets) are translated once, and two runs m
 * A *system* is everything that changes a translation: the backend's ``describe()`` (backend, model,
   revision, output-affecting options) plus the language pair. Its canonical JSON is hashed into the
   key; the readable fields are stored beside it for inspection.
+* When a backend changes how it describes the same system (beirx's shared model-revision rule changed
+  the revision recorded for local model folders), :meth:`TranslationMemory.register` adopts the
+  translations stored under the backend's earlier descriptions the first time the new key is registered:
+  they are copied to the new key in one transaction, so hours of finished work stay usable.
 * Segments are keyed by SHA-256 of their UTF-8 text; the text is stored too and compared on lookup,
   so a (practically impossible) hash collision can never return another segment's translation.
 * Concurrency and crashes: WAL journal (readers never block the writer), a busy timeout so a second
@@ -20,7 +24,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +89,28 @@ class TranslationMemory:
     def _transaction(self):
         return _Transaction(self._conn)
 
-    def register(self, description: dict[str, Any], src: str, tgt: str) -> str:
-        """Record the system (idempotent) and return its key."""
+    def register(self, description: dict[str, Any], src: str, tgt: str,
+                 earlier: Callable[[], Iterable[dict[str, Any]]] | None = None) -> str:
+        """Record the system (idempotent) and return its key.
+
+        ``earlier`` (e.g. ``translator.earlier_descriptions``) is called only when the system is new to this
+        memory; the translations stored under those descriptions are copied to the new key (see the module
+        docstring).
+        """
         key = system_key(description, src, tgt)
         row = (key, str(description.get("backend", "")), str(description.get("model", "")),
                str(description.get("revision", "")), src, tgt,
                json.dumps(description, sort_keys=True, ensure_ascii=False, default=str))
         with self._transaction():
-            self._conn.execute("INSERT OR IGNORE INTO systems VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+            new = self._conn.execute("INSERT OR IGNORE INTO systems VALUES (?, ?, ?, ?, ?, ?, ?)", row).rowcount
+            for old in (earlier() if new and earlier else ()):
+                old_key = system_key(old, src, tgt)
+                copied = self._conn.execute(
+                    "INSERT OR IGNORE INTO segments SELECT ?, hash, source, target, created FROM segments "
+                    "WHERE system = ?", (key, old_key)).rowcount
+                if copied > 0:
+                    log.info("translation memory %s: adopted %d translations stored under revision %s",
+                             self.path, copied, old.get("revision"))
         return key
 
     def lookup(self, system: str, segments: Iterable[str]) -> dict[str, str]:

@@ -17,11 +17,12 @@ import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from beirx.atomic import atomic_writer, write_json
+from beirx.artifacts.manifest import (FILENAME, DatasetSide, MemoryRef, TargetSide, TranslationManifest,
+                                      TranslationOptions)
+from beirx.atomic import atomic_writer
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
@@ -35,8 +36,7 @@ from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render,
 log = logging.getLogger(__name__)
 
 FIELDS = ("corpus", "queries")
-MANIFEST = "translation.json"
-MANIFEST_FORMAT = 1
+MANIFEST = FILENAME
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _load(dataset: BeirDataset, field: str, limit: int | None) -> list[Doc | Que
 def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Translator, memory: TranslationMemory, *,
                       fields: Iterable[str] = FIELDS, limit: int | None = None, batch_size: int | None = None,
                       verbatim: str = "auto", verbatim_kinds: tuple[str, ...] | None = None,
-                      max_segment_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
+                      max_segment_tokens: int | None = None, progress: bool = True) -> TranslationManifest:
     """Write the translation of ``dataset`` to ``output`` and return its manifest (also in ``translation.json``).
 
     Args:
@@ -146,7 +146,7 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     all_units = [u for recs in records.values() for r in recs for u in (*units(r.title), *units(r.text))]
     counts.segments_total = len(all_units)
     description = translator.describe()
-    system = memory.register(description, translator.src, translator.tgt)
+    system = memory.register(description, translator.src, translator.tgt, translator.earlier_descriptions)
     with timer.section("translate"):
         translations = translate_segments((u.masked for u in all_units), translator, memory, system, batch_size,
                                           counts, progress)
@@ -164,25 +164,22 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
 
     with timer.section("write"):
         files = _write(dataset, output, records, translations, fallbacks, fields)
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "kind": "beirx translation",
-        "source": {"path": str(dataset.root), "name": dataset.name, "lang": translator.src,
-                   "checksum": dataset.checksum()},
-        "target": {"path": str(output), "lang": translator.tgt, "files": files},
-        "translator": description,
-        "memory": {"path": str(memory.path), "system": system},
-        "options": {"fields": list(fields), "limit": limit, "batch_size": batch_size, "verbatim": mode,
-                    "verbatim_kinds": list(kinds), "max_segment_tokens": planner.max_tokens,
-                    "segmenter": f"beirx rule-based sentences ({translator.src})"},
-        "partial": limit is not None,
-        "untranslated_fields": [f for f in FIELDS if f not in fields],
-        "counts": counts.as_dict(),
-        "timings": {**timer.seconds, "total": round(time.time() - started, 3)},
-        "versions": environment_versions(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-    write_json(output / MANIFEST, manifest)
+    manifest = TranslationManifest(
+        source=DatasetSide(path=str(dataset.root), name=dataset.name, lang=translator.src,
+                           checksum=dataset.checksum()),
+        target=TargetSide(path=str(output), lang=translator.tgt, files=files),
+        translator=description,
+        memory=MemoryRef(path=str(memory.path), system=system),
+        options=TranslationOptions(fields=list(fields), limit=limit, batch_size=batch_size, verbatim=mode,
+                                   verbatim_kinds=list(kinds), max_segment_tokens=planner.max_tokens,
+                                   segmenter=f"beirx rule-based sentences ({translator.src})"),
+        partial=limit is not None,
+        untranslated_fields=[f for f in FIELDS if f not in fields],
+        counts=counts.as_dict(),
+        timings={**timer.seconds, "total": round(time.time() - started, 3)},
+        versions=environment_versions(),
+    )
+    manifest.save(output / MANIFEST)
     log.info("translated %s -> %s: %d segments (%d unique, %d from memory, %d translated)", dataset.name, output,
              counts.segments_total, counts.segments_unique, counts.from_memory, counts.translated)
     return manifest
@@ -193,23 +190,23 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
             max_segment_tokens: int | None = None) -> dict[str, Any]:
     """What :func:`translate_dataset` would send to the backend, without translating or writing anything.
 
-    Counts segments and the characters still missing from the memory and, for paid backends (those with
-    ``estimate_cost``), the list-price estimate. Placeholder fallbacks are unknown before translating.
+    Counts segments and the characters still missing from the memory and, for paid backends (whose
+    ``estimate_cost`` gives one), the list-price estimate. Placeholder fallbacks are unknown before translating.
     """
     fields = _check_fields(fields, limit)
     planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
     records = [_plan_record(item, planner) for f in fields for item in _load(dataset, f, limit)]
     all_units = [u for r in records for u in (*units(r.title), *units(r.text))]
     unique = sorted({u.masked for u in all_units})
-    system = memory.register(translator.describe(), translator.src, translator.tgt)
+    system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
     known = memory.lookup(system, unique)
     misses = [s for s in unique if s not in known]
-    billable = getattr(translator, "billable_characters", lambda segs: sum(len(s) for s in segs))
     summary = {"segments_total": len(all_units), "segments_unique": len(unique), "from_memory": len(known),
-               "to_translate": len(misses), "characters_to_translate": billable(misses),
+               "to_translate": len(misses), "characters_to_translate": translator.billable_characters(misses),
                "split_long": planner.long_sentences}
-    if hasattr(translator, "estimate_cost"):
-        summary["cost"] = translator.estimate_cost(summary["characters_to_translate"])
+    cost = translator.estimate_cost(summary["characters_to_translate"])
+    if cost is not None:
+        summary["cost"] = cost
     return summary
 
 

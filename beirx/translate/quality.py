@@ -21,7 +21,6 @@ Documents are compared as ``(title + " " + text).strip()``, as dense retrievers 
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -30,6 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from beirx.artifacts.manifest import DatasetSide, TranslationManifest
+from beirx.artifacts.quality import (Distribution, FieldQuality, Histogram, LanguageCheck, LengthRatio,
+                                     QualityParameters, QualityReport, RoundTrip, TableRow, TranslationSummary)
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, require
 from beirx.provenance import Timer, environment_versions
@@ -54,30 +56,15 @@ def field_texts(dataset: BeirDataset, field: str) -> dict[str, str]:
     raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
 
 
-def translation_manifest(translated: BeirDataset) -> dict[str, Any] | None:
-    """What ``beirx translate`` recorded about ``translated`` (``translation.json``), when it made it."""
-    from beirx.translate.pipeline import MANIFEST
-
-    path = translated.root / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return None
-
-
-def distribution(values: np.ndarray) -> dict[str, Any]:
+def distribution(values: np.ndarray) -> Distribution:
     """Mean, population std, min/max, percentiles and a fixed-bin histogram (values clipped to [0, 1])."""
     if len(values) == 0:
-        return {"n": 0}
+        return Distribution(n=0)
     counts, _ = np.histogram(np.clip(values, 0.0, 1.0), bins=HISTOGRAM_EDGES)
-    out = {"n": int(len(values)), "mean": float(values.mean()), "std": float(values.std()),
-           "min": float(values.min()), "max": float(values.max())}
-    out.update({f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES})
-    out["histogram"] = {"edges": HISTOGRAM_EDGES, "counts": [int(c) for c in counts]}
-    return out
+    return Distribution(n=int(len(values)), mean=float(values.mean()), std=float(values.std()),
+                        min=float(values.min()), max=float(values.max()),
+                        **{f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES},
+                        histogram=Histogram(edges=list(HISTOGRAM_EDGES), counts=[int(c) for c in counts]))
 
 
 def back_translate(translator: Translator, texts: list[str]) -> list[str]:
@@ -105,7 +92,8 @@ def chrf(hypotheses: list[str], references: list[str]) -> dict[str, Any]:
 
 def _analyse_field(field: str, ids: list[str], sources: list[str], translations: list[str], sims: np.ndarray,
                    src_lang: str, tgt_lang: str, show_progress: bool) -> tuple[list[dict], dict[str, Any]]:
-    """Per-item flags (with details) and the field's flag summary."""
+    """Per-item flags (with details) and the field's flag summary (flags, flagged_items, length_ratio and
+    language, as :class:`~beirx.artifacts.quality.FieldQuality` arguments)."""
     from tqdm.auto import tqdm
 
     check_lang = langid.supported(tgt_lang)
@@ -148,26 +136,31 @@ def _analyse_field(field: str, ids: list[str], sources: list[str], translations:
         for reason in row["reasons"]:
             counts[reason] = counts.get(reason, 0) + 1
     summary = {"flags": dict(sorted(counts.items())), "flagged_items": sum(1 for r in rows if r["reasons"]),
-               "length_ratio": ratio_info}
+               "length_ratio": LengthRatio(**ratio_info)}
     summary["language"] = _language_summary(detected, target) if check_lang else \
-        {"checked": 0, "note": f"language {tgt_lang!r} unknown to the identifier"}
+        LanguageCheck(checked=0, note=f"language {tgt_lang!r} unknown to the identifier")
     return rows, summary
 
 
-def _language_summary(detected: dict[str, int], target: str) -> dict[str, Any]:
+def _language_summary(detected: dict[str, int], target: str) -> LanguageCheck:
     """How many outputs were checked, the share identified as the target language, the top 10 languages."""
     checked = sum(detected.values())
-    return {"checked": checked, "target_share": round(detected.get(target, 0) / checked, 4) if checked else None,
-            "detected": dict(sorted(detected.items(), key=lambda kv: -kv[1])[:10])}
+    return LanguageCheck(checked=checked,
+                         target_share=round(detected.get(target, 0) / checked, 4) if checked else None,
+                         detected=dict(sorted(detected.items(), key=lambda kv: -kv[1])[:10]))
 
 
-def _translation_summary(manifest: dict[str, Any] | None) -> dict[str, Any] | None:
+def _translation_summary(manifest: TranslationManifest | None) -> TranslationSummary | None:
     """The translator and whether the translation is a ``--limit`` preview (then items are missing by design)."""
     if manifest is None:
         return None
-    return {"translator": manifest.get("translator"), "partial": bool(manifest.get("partial")),
-            "limit": (manifest.get("options") or {}).get("limit"),
-            "untranslated_fields": manifest.get("untranslated_fields", [])}
+    return TranslationSummary(translator=manifest.translator, partial=manifest.partial, limit=manifest.options.limit,
+                              untranslated_fields=list(manifest.untranslated_fields))
+
+
+def report_dir(translated: BeirDataset, output_dir: Path | str | None = None) -> Path:
+    """Where the report goes: ``output_dir``, by default ``<translated folder>/quality``."""
+    return Path(output_dir) if output_dir is not None else translated.root / "quality"
 
 
 def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path | str | None = None, *,
@@ -175,8 +168,8 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
                 fields: tuple[str, ...] | list[str] = FIELDS, sample_size: int = 100, seed: int = 0,
                 roundtrip_translator: Translator | None = None, roundtrip_sample: int = 200, batch_size: int = 32,
                 show_progress: bool = True, max_items: int | None = None, encoder_revision: str | None = None,
-                use_cache: bool = True) -> dict[str, Any]:
-    """Score ``translated`` against ``source`` and write the report; return the report dict.
+                use_cache: bool = True) -> QualityReport:
+    """Score ``translated`` against ``source`` and write the report (in :func:`report_dir`); return it.
 
     Args:
         source, translated: the original and the translated BEIR folders (same IDs).
@@ -196,19 +189,20 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
         use_cache: reuse cached embeddings. ``show_progress``: tqdm bars on stderr.
 
     Returns:
-        The report (also in ``quality.json``): per field ``similarity`` (distribution), ``flags``,
-        ``language``, ``length_ratio``, ``missing`` and optional ``roundtrip``; ``table`` (BEIR-PL Table 2
-        layout: one row per dataset, mean similarity per field); provenance (datasets' checksums, encoder
-        and revision, language identifier, parameters, versions, timings).
+        The :class:`~beirx.artifacts.quality.QualityReport` (also in ``quality.json``): per field
+        ``similarity`` (distribution), ``flags``, ``language``, ``length_ratio``, ``missing`` and optional
+        ``roundtrip``; ``per_query_similarity`` (every scored query); ``table`` (BEIR-PL Table 2 layout: one
+        row per dataset, mean similarity per field); provenance (datasets' checksums, encoder and revision,
+        language identifier, parameters, versions, timings).
     """
     from beirx.translate.similarity import PairEncoder
 
-    output_dir = Path(output_dir) if output_dir is not None else translated.root / "quality"
+    output_dir = report_dir(translated, output_dir)
     for field in fields:
         if field not in FIELDS:
             raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
-    manifest = translation_manifest(translated)
-    copied = [f for f in fields if f in ((manifest or {}).get("untranslated_fields") or [])]
+    manifest = translated.translation
+    copied = [f for f in fields if manifest is not None and f in manifest.untranslated_fields]
     if copied:
         log.info("not scoring %s: beirx translate copied it untranslated", ", ".join(copied))
         fields = [f for f in fields if f not in copied]
@@ -216,19 +210,12 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
     started = time.time()
     pair_encoder = PairEncoder(encoder, revision=encoder_revision, batch_size=batch_size, use_cache=use_cache,
                                show_progress=show_progress)
-    report: dict[str, Any] = {
-        "dataset": translated.name,
-        "source": {"path": str(source.root), "name": source.name, "lang": src_lang, "checksum": source.checksum()},
-        "translated": {"path": str(translated.root), "name": translated.name, "lang": tgt_lang,
-                       "checksum": translated.checksum()},
-        "translation": _translation_summary(manifest),
-        "encoder": pair_encoder.describe(),
-        "language_identifier": langid.describe(),
-        "parameters": {"fields": list(fields), "sample_size": sample_size, "seed": seed, "max_items": max_items,
-                       "roundtrip_sample": roundtrip_sample if roundtrip_translator else None,
-                       "roundtrip_translator": roundtrip_translator.describe() if roundtrip_translator else None},
-        "fields": {},
-    }
+    parameters = QualityParameters(fields=list(fields), sample_size=sample_size, seed=seed, max_items=max_items,
+                                   roundtrip_sample=roundtrip_sample if roundtrip_translator else None,
+                                   roundtrip_translator=roundtrip_translator.describe() if roundtrip_translator
+                                   else None)
+    entries: dict[str, FieldQuality] = {}
+    per_query_similarity: dict[str, float] = {}
     flagged: list[dict] = []
     samples: list[dict] = []
     for field in fields:
@@ -245,29 +232,40 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
                  len(missing))
         with timer.section(f"{field}.similarity"):
             sims = pair_encoder.similarities(sources, translations, ROLES[field], f"quality-{field}")
+        if field == "queries":
+            per_query_similarity = {qid: float(sim) for qid, sim in zip(ids, sims)}
         with timer.section(f"{field}.flags"):
             rows, summary = _analyse_field(field, ids, sources, translations, sims, src_lang, tgt_lang,
                                            show_progress)
-        entry: dict[str, Any] = {"pairs": len(ids), "missing": len(missing), "empty_sources": empty_sources,
-                                 "similarity": distribution(np.asarray(sims, dtype=np.float64)), **summary}
-        if missing:
-            entry["missing_examples"] = missing[:10]
+        entry = FieldQuality(pairs=len(ids), missing=len(missing), empty_sources=empty_sources,
+                             similarity=distribution(np.asarray(sims, dtype=np.float64)), **summary,
+                             missing_examples=missing[:10] if missing else None)
         if roundtrip_translator is not None and ids:
             with timer.section(f"{field}.roundtrip"):
                 picked = sorted(random.Random(f"{seed}-{field}-roundtrip").sample(range(len(ids)),
                                                                                   min(roundtrip_sample, len(ids))))
                 back = back_translate(roundtrip_translator, [translations[i] for i in picked])
-                entry["roundtrip"] = {"n": len(picked), **chrf(back, [sources[i] for i in picked])}
+                entry.roundtrip = RoundTrip(n=len(picked), **chrf(back, [sources[i] for i in picked]))
                 for i, text in zip(picked, back):
                     rows[i]["back_translation"] = text
-        report["fields"][field] = entry
+        entries[field] = entry
         flagged += [r for r in rows if r["reasons"]]
         picked = sorted(random.Random(f"{seed}-{field}-review").sample(range(len(rows)), min(sample_size, len(rows))))
         samples += [rows[i] for i in picked]
-    report["table"] = [{"dataset": translated.name,
-                        **{f: report["fields"][f]["similarity"].get("mean") for f in fields}}]
-    report["versions"] = environment_versions()
-    report["timings"] = {**timer.seconds, "total": round(time.time() - started, 3)}
+    report = QualityReport(
+        dataset=translated.name,
+        source=DatasetSide(path=str(source.root), name=source.name, lang=src_lang, checksum=source.checksum()),
+        translated=DatasetSide(path=str(translated.root), name=translated.name, lang=tgt_lang,
+                               checksum=translated.checksum()),
+        translation=_translation_summary(manifest),
+        encoder=pair_encoder.describe(),
+        language_identifier=langid.describe(),
+        parameters=parameters,
+        fields=entries,
+        per_query_similarity=per_query_similarity,
+        table=[TableRow(dataset=translated.name, **{f: entries[f].similarity.mean for f in fields})],
+        versions=environment_versions(),
+        timings={**timer.seconds, "total": round(time.time() - started, 3)},
+    )
     write_report(output_dir, report, flagged, samples)
-    report["output_dir"] = str(output_dir)
     return report

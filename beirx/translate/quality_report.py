@@ -9,79 +9,80 @@ import json
 from pathlib import Path
 from typing import Any
 
-from beirx.atomic import atomic_writer, write_json
+from beirx.artifacts.quality import FILENAME, QualityReport
+from beirx.atomic import atomic_writer
 from beirx.translate.quality_flags import REASONS
+
 
 def _fmt(value: Any, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    fields = report["parameters"]["fields"]
-    src, tgt = report["source"]["lang"], report["translated"]["lang"]
-    lines = [f"# Translation quality: {report['dataset']} ({src} → {tgt})", "",
-             f"Encoder: `{report['encoder']['model']}` (revision `{report['encoder']['revision']}`), cosine similarity "
+def render_markdown(report: QualityReport) -> str:
+    fields = report.parameters.fields
+    src, tgt = report.source.lang, report.translated.lang
+    lines = [f"# Translation quality: {report.dataset} ({src} → {tgt})", "",
+             f"Encoder: `{report.encoder_model}` (revision `{report.encoder_revision}`), cosine similarity "
              "of source and translation.", ""]
-    translation = report.get("translation")
+    translation = report.translation
     if translation:
-        lines += [f"Translator: `{json.dumps(translation['translator'], ensure_ascii=False)}`.", ""]
-        if translation["partial"]:
-            lines += [f"Partial translation (`--limit {translation['limit']}`): items beyond the limit are missing "
+        lines += [f"Translator: `{json.dumps(translation.translator, ensure_ascii=False)}`.", ""]
+        if translation.partial:
+            lines += [f"Partial translation (`--limit {translation.limit}`): items beyond the limit are missing "
                       "by design and not scored.", ""]
     lines += ["## Mean similarity (BEIR-PL Table 2 layout)", "",
               "| Dataset | " + " | ".join(f.capitalize() for f in fields) + " |",
               "|---|" + "---:|" * len(fields)]
-    for row in report["table"]:
-        lines.append(f"| {row['dataset']} | " + " | ".join(_fmt(row.get(f)) for f in fields) + " |")
+    for row in report.table:
+        lines.append(f"| {row.dataset} | " + " | ".join(_fmt(getattr(row, f)) for f in fields) + " |")
     lines += ["", "## Similarity distribution", "",
               "| Field | n | mean | std | min | p5 | p25 | p50 | p75 | p95 | max |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in fields:
-        d = report["fields"][f]["similarity"]
-        cells = [str(d.get("n", 0))] + [_fmt(d.get(k)) for k in ("mean", "std", "min", "p5", "p25", "p50", "p75",
-                                                                  "p95", "max")]
+        d = report.fields[f].similarity
+        cells = [str(d.n)] + [_fmt(getattr(d, k)) for k in ("mean", "std", "min", "p5", "p25", "p50", "p75", "p95",
+                                                             "max")]
         lines.append(f"| {f} | " + " | ".join(cells) + " |")
     for f in fields:
-        hist = report["fields"][f]["similarity"].get("histogram")
-        if not hist or not sum(hist["counts"]):
+        hist = report.fields[f].similarity.histogram
+        if not hist or not sum(hist.counts):
             continue
-        top = max(hist["counts"])
+        top = max(hist.counts)
         lines += ["", f"Histogram, {f}:", "", "```"]
-        for lo, count in zip(hist["edges"], hist["counts"]):
+        for lo, count in zip(hist.edges, hist.counts):
             if count:
                 lines.append(f"{lo:.2f}–{lo + 0.05:.2f} {count:7d} {'#' * max(1, round(40 * count / top))}")
         lines.append("```")
-    reasons = sorted({r for f in fields for r in report["fields"][f]["flags"]})
+    reasons = sorted({r for f in fields for r in report.fields[f].flags})
     lines += ["", "## Flags", "", "| Field | pairs | missing | flagged | " + " | ".join(reasons) + " |",
               "|---|---:|---:|---:|" + "---:|" * len(reasons)]
     for f in fields:
-        e = report["fields"][f]
-        lines.append(f"| {f} | {e['pairs']} | {e['missing']} | {e['flagged_items']} | "
-                     + " | ".join(str(e["flags"].get(r, 0)) for r in reasons) + " |")
+        e = report.fields[f]
+        lines.append(f"| {f} | {e.pairs} | {e.missing} | {e.flagged_items} | "
+                     + " | ".join(str(e.flags.get(r, 0)) for r in reasons) + " |")
     lines += ["", "Every flagged pair is in `flagged.jsonl` with its reasons:", ""]
     lines += [f"- `{reason}`: {REASONS[reason]}" for reason in reasons]
     lines.append("")
     for f in fields:
-        lang = report["fields"][f]["language"]
-        if lang.get("checked"):
-            top = ", ".join(f"{k} {v}" for k, v in lang["detected"].items())
-            lines.append(f"- Language of {f} translations: {100 * lang['target_share']:.1f}% {tgt} "
+        lang = report.fields[f].language
+        if lang.checked:
+            top = ", ".join(f"{k} {v}" for k, v in lang.detected.items())
+            lines.append(f"- Language of {f} translations: {100 * lang.target_share:.1f}% {tgt} "
                          f"(detected: {top}).")
-        ratio = report["fields"][f]["length_ratio"]
-        lines.append(f"- Length ratio bounds for {f}: {ratio['bounds'][0]}–{ratio['bounds'][1]} ({ratio['method']}).")
-    trips = [(f, report["fields"][f]["roundtrip"]) for f in fields if "roundtrip" in report["fields"][f]]
+        ratio = report.fields[f].length_ratio
+        lines.append(f"- Length ratio bounds for {f}: {ratio.bounds[0]}–{ratio.bounds[1]} ({ratio.method}).")
+    trips = [(f, report.fields[f].roundtrip) for f in fields if report.fields[f].roundtrip]
     if trips:
         lines += ["", "## Round trip", "",
-                  f"Back-translation with `{json.dumps(report['parameters']['roundtrip_translator'])}`, "
+                  f"Back-translation with `{json.dumps(report.parameters.roundtrip_translator)}`, "
                   "chrF against the original.", "", "| Field | n | chrF |", "|---|---:|---:|"]
-        lines += [f"| {f} | {t['n']} | {t['chrF']:.2f} |" for f, t in trips]
-        lines += ["", f"sacrebleu signature: `{trips[0][1]['signature']}`"]
+        lines += [f"| {f} | {t.n} | {t.chrF:.2f} |" for f, t in trips]
+        lines += ["", f"sacrebleu signature: `{trips[0][1].signature}`"]
     lines += ["", "## Provenance", "",
-              f"- Source: `{report['source']['path']}` ({report['source']['checksum']})",
-              f"- Translation: `{report['translated']['path']}` ({report['translated']['checksum']})",
-              f"- Language identifier: {report['language_identifier']['package']} "
-              f"{report['language_identifier']['version']}",
-              f"- Timings (s): {', '.join(f'{k} {v}' for k, v in report['timings'].items())}", ""]
+              f"- Source: `{report.source.path}` ({report.source.checksum})",
+              f"- Translation: `{report.translated.path}` ({report.translated.checksum})",
+              f"- Language identifier: {report.identifier}",
+              f"- Timings (s): {', '.join(f'{k} {v}' for k, v in report.timings.items())}", ""]
     return "\n".join(lines)
 
 
@@ -110,7 +111,7 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def write_report(output_dir: Path, report: dict[str, Any], flagged: list[dict], sample: list[dict]) -> None:
+def write_report(output_dir: Path, report: QualityReport, flagged: list[dict], sample: list[dict]) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
     _write_jsonl(output_dir / "flagged.jsonl", flagged)
     _write_jsonl(output_dir / "review_sample.jsonl", sample)
@@ -118,4 +119,4 @@ def write_report(output_dir: Path, report: dict[str, Any], flagged: list[dict], 
         fh.write(render_sample(sample))
     with atomic_writer(output_dir / "quality.md") as fh:
         fh.write(render_markdown(report))
-    write_json(output_dir / "quality.json", report)
+    report.save(output_dir / FILENAME)

@@ -8,9 +8,11 @@ models trained with prefixes get them from their own config (E5: ``"query: "`` f
 ``"passage: "`` for documents, Wang et al., 2022) — the same prefix on both sides, so the comparison
 stays symmetric.
 
-Embeddings are cached per (model, revision, prompt, max length, exact texts) with the dense retriever's
-:class:`~beirx.evaluate.embeddings_cache.EmbeddingCache`: encoding is length-sorted (little padding),
-resumable, and a rerun after re-translating only the target side re-encodes only that side.
+Embeddings are cached per (model, revision, prompt, max length, exact texts) with the shared
+:class:`~beirx.models.embeddings_cache.EmbeddingCache`: encoding is length-sorted (little padding),
+resumable, and a rerun after re-translating only the target side re-encodes only that side. Model files,
+revision, prompts, device and the loaded model come from :mod:`beirx.models`, exactly as for dense
+retrieval, so the same folder gets the same revision in a quality report and a results document.
 """
 
 from __future__ import annotations
@@ -21,17 +23,19 @@ from typing import Any
 
 import numpy as np
 
+from beirx.checksums import cache_key
 from beirx.data.cache import cache_dir
 from beirx.errors import require
-from beirx.evaluate.embeddings_cache import EmbeddingCache, length_order
-from beirx.evaluate.model_files import resolve_model
-from beirx.evaluate.retrievers.base import cache_key
-from beirx.evaluate.retrievers.dense import model_prompts
+from beirx.models.device import choose_device
+from beirx.models.embeddings_cache import EmbeddingCache, length_order
+from beirx.models.files import resolve_model
+from beirx.models.loaded import embedding_dimension, sentence_transformer
+from beirx.models.prompts import model_prompts
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "sentence-transformers/LaBSE"
-_LOADED: dict[tuple[str, str], Any] = {}  # one loaded model per (folder, device) per process
+_FEATURE = "translation quality (sentence similarity)"
 
 
 def texts_checksum(texts: list[str]) -> str:
@@ -46,7 +50,7 @@ class PairEncoder:
 
     def __init__(self, model: str = DEFAULT_ENCODER, revision: str | None = None, batch_size: int = 32,
                  max_length: int | None = None, use_cache: bool = True, show_progress: bool = True):
-        require("sentence_transformers", "translate", "translation quality (sentence similarity)")
+        require("sentence_transformers", "translate", _FEATURE)
         self.files = resolve_model(model, revision)
         self.prompts = model_prompts(self.files)
         config = self.files.read_json("sentence_bert_config.json")
@@ -62,12 +66,8 @@ class PairEncoder:
 
     def _load(self):
         if self._model is None:
-            st = require("sentence_transformers", "translate", "translation quality (sentence similarity)")
-            torch = require("torch", "translate", "translation quality (sentence similarity)")
-            key = (str(self.files.folder), "cuda" if torch.cuda.is_available() else "cpu")
-            if key not in _LOADED:
-                _LOADED[key] = st.SentenceTransformer(key[0], device=key[1]).eval()
-            self._model = _LOADED[key]
+            require("torch", "translate", _FEATURE)
+            self._model = sentence_transformer(self.files.folder, choose_device(None), feature=_FEATURE)
         self._model.max_seq_length = self.max_length
         return self._model
 
@@ -89,7 +89,7 @@ class PairEncoder:
             log.info("similarity embeddings of %d texts from cache %s", len(texts), cache.folder)
             return np.asarray(cache.load()[0])
         model = self._load()
-        dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
+        dim = embedding_dimension(model)
         meta = {"model": self.files.name, "revision": self.files.revision, "prompt": prompt,
                 "max_length": self.max_length, "texts": len(texts), "purpose": "translation quality"}
         order = length_order([len(t) for t in texts])

@@ -35,8 +35,23 @@ class Reranker(ABC):
     """
 
     name: ClassVar[str]
-    pack_model: ClassVar[str | None] = None
-    """The key of ``LanguagePack.models`` holding this reranker's default model (None: a model is required)."""
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        """Add this reranker's own ``beirx eval`` flags to ``group`` (the model, depth and device are common)."""
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        """Constructor parameters from parsed flags (device included); defaults left out."""
+        return {"device": args.device} if getattr(args, "device", None) else {}
+
+    device: Any = None
+    """The torch device the model runs on (set by subclasses)."""
+
+    @property
+    def device_name(self) -> str | None:
+        return None if self.device is None else str(self.device)
+
     chunk_size: ClassVar[int] = 2048
     """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
 

@@ -32,10 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.model_files import resolve_model
 from beirx.evaluate.rerankers.base import Pair, Reranker
 from beirx.evaluate.rerankers.colbert_checkpoint import read_checkpoint
-from beirx.evaluate.rerankers.inference import length_batches, resolve_device, resolve_dtype, torch_module
+from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
+from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class ColbertReranker(Reranker):
         torch = torch_module()
         self.files = resolve_model(model, revision)
         self.checkpoint = ckpt = read_checkpoint(self.files.folder)
-        self.device = resolve_device(device)
+        self.device = torch_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.sort_by_length = sort_by_length

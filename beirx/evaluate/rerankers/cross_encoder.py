@@ -20,17 +20,16 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.model_files import resolve_model
 from beirx.evaluate.rerankers.base import Pair, Reranker
-from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_device, resolve_dtype,
+from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
+from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
 
 
 class CrossEncoderReranker(Reranker):
     name = "cross-encoder"
-    pack_model = "cross_encoder"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,
@@ -39,7 +38,7 @@ class CrossEncoderReranker(Reranker):
         st = require("sentence_transformers", "neural", "cross-encoder reranking")
         self.files = resolve_model(model, revision)
         self.path = self.files.folder
-        self.device = resolve_device(device)
+        self.device = torch_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.sort_by_length = sort_by_length

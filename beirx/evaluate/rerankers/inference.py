@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from beirx.errors import BeirxError, require
+from beirx.models.device import choose_device
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
@@ -13,18 +14,9 @@ def torch_module():
     return require("torch", "neural", "neural reranking")
 
 
-def resolve_device(device: str | None):
-    """``device`` as a torch.device; None picks CUDA when available, else the CPU."""
-    torch = torch_module()
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, ValueError) as exc:
-        raise BeirxError(f"invalid device {device!r}: {exc}") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise BeirxError(f"device {device!r} requested but CUDA is not available")
-    return resolved
+def torch_device(device: str | None):
+    """The torch.device of :func:`beirx.models.device.choose_device` (None: CUDA when available, else CPU)."""
+    return torch_module().device(choose_device(device))
 
 
 def resolve_dtype(dtype: str, device, half: str = "float16"):

@@ -4,7 +4,7 @@
 Pretrained Sequence-to-Sequence Model").
 
 - Tokens: per checkpoint and language (English monoT5 ``true``/``false``, mT5 mMARCO ``yes``/``no``,
-  Polish plT5 ``prawda``/``fałsz``) from :func:`beirx.language_packs.reranker_tokens.relevance_tokens`,
+  Polish plT5 ``prawda``/``fałsz``) from :func:`beirx.models.relevance_tokens.relevance_tokens`,
   overridable with ``true_token``/``false_token``. A word maps to the id of its *first* piece when
   tokenized on its own (``"true"`` -> ``▁true``), as pygaggle and the mT5/plT5 reference code do; a warning
   is logged when the word splits into several pieces, and a word whose first piece is the bare word
@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.model_files import resolve_model
 from beirx.evaluate.rerankers.base import Pair, Reranker
-from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_device, resolve_dtype,
+from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
+from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,21 @@ _MAX_CUTS = 5
 
 class MonoT5Reranker(Reranker):
     name = "monot5"
-    pack_model = "monot5"
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--monot5-true-token", help="monoT5's relevance token (default: the checkpoint's, e.g. "
+                                                       "'true' or Polish 'prawda')")
+        group.add_argument("--monot5-false-token", help="monoT5's non-relevance token (default: the checkpoint's)")
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        params = super().params_from_args(args)
+        if getattr(args, "monot5_true_token", None):
+            params["true_token"] = args.monot5_true_token
+        if getattr(args, "monot5_false_token", None):
+            params["false_token"] = args.monot5_false_token
+        return params
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 16, max_length: int = 512,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,
@@ -54,7 +68,7 @@ class MonoT5Reranker(Reranker):
         self.template = template
         self._head, self._tail = template.split("{document}")
         self.files = resolve_model(model, revision)
-        self.device = resolve_device(device)
+        self.device = torch_device(device)
         half = "bfloat16" if self.device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
         self.dtype = resolve_dtype(dtype, self.device, half=half)
         self.batch_size = batch_size
@@ -68,7 +82,7 @@ class MonoT5Reranker(Reranker):
         self._decoder_start = self.model.config.decoder_start_token_id
 
         if true_token is None or false_token is None:
-            from beirx.language_packs.reranker_tokens import relevance_tokens
+            from beirx.models.relevance_tokens import relevance_tokens
 
             default_true, default_false = relevance_tokens(model, lang)
             true_token = default_true if true_token is None else true_token

@@ -42,8 +42,8 @@ class PairScoreCache:
 
     @classmethod
     def for_reranker(cls, name: str, identity: dict[str, Any]) -> "PairScoreCache":
+        from beirx.checksums import cache_key
         from beirx.data.cache import cache_dir
-        from beirx.evaluate.retrievers.base import cache_key
 
         return cls(cache_dir("runs") / "rerank" / f"{name}-{cache_key(identity)}.sqlite", identity)
 

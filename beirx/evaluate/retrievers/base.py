@@ -1,10 +1,16 @@
-"""The retriever interface: index a dataset's corpus once, then search a batch of queries."""
+"""The retriever interface: index a dataset's corpus once, then search a batch of queries.
+
+A retriever also declares its own command-line flags (:meth:`Retriever.add_arguments`) and turns parsed
+flags into its constructor parameters (:meth:`Retriever.params_from_args`), so adding a retriever is one
+module plus one registry line; and it reports what the runner records as efficiency (index location,
+device, whether the index came from the cache, corpus encoding time).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import argparse
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, ClassVar
 
 from beirx.data.dataset import BeirDataset
@@ -16,6 +22,23 @@ class Retriever(ABC):
     """First-stage retrieval. Subclasses are registered by name in :mod:`beirx.evaluate.retrievers`."""
 
     name: ClassVar[str]
+    loaded_from_cache: bool = False
+    """True when :meth:`index` loaded a cached index instead of building one."""
+    encode_seconds: float | None = None
+    """Seconds spent encoding the corpus in :meth:`index` (neural retrievers), None when nothing was encoded."""
+    index_location: Path | None = None
+    """The index (or embeddings) on disk after :meth:`index`, for its size; None for remote or in-memory ones."""
+    device_name: str = "cpu"
+    """Where the search runs (``cpu``, ``cuda:0``, ``remote`` ...)."""
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """Add this retriever's ``beirx eval`` flags to ``group`` (none by default)."""
+
+    @classmethod
+    def params_from_args(cls, args: argparse.Namespace) -> dict[str, Any]:
+        """Constructor parameters from parsed flags; leave out what is at its default (it stays out of tags)."""
+        return {}
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -28,9 +51,3 @@ class Retriever(ABC):
     @abstractmethod
     def search(self, queries: dict[str, Query], k: int) -> Run:
         """Top ``k`` documents per query; queries that match nothing get an empty dict."""
-
-
-def cache_key(*parts: Any) -> str:
-    """A short stable hash of JSON-able parts, used to name on-disk caches."""
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -32,12 +32,14 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from beirx.atomic import atomic_dir
+from beirx.checksums import cache_key
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
-from beirx.evaluate.retrievers.base import Retriever, cache_key
+from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
+from beirx.language_packs import LanguagePack
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,23 @@ class _FieldIndex:
 class BM25Retriever(Retriever):
     name = "bm25"
 
-    def __init__(self, pack, k1: float = 1.2, b: float = 0.75, fields: str = "multifield",
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--k1", type=float, default=1.2, help="BM25 k1 (default 1.2, Elasticsearch's)")
+        group.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
+        group.add_argument("--fields", choices=FIELD_MODES, default="multifield",
+                           help="flat: title+text in one field; multifield: best_fields with tie_breaker 0.5 "
+                                "(default)")
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        return {"k1": args.k1, "b": args.b, "fields": args.fields}
+
+    @property
+    def index_location(self) -> Path | None:
+        return self.index_dir
+
+    def __init__(self, pack: LanguagePack, k1: float = 1.2, b: float = 0.75, fields: str = "multifield",
                  tie_breaker: float = 0.5, use_cache: bool = True, show_progress: bool = True):
         if fields not in FIELD_MODES:
             raise BeirxError(f"--fields must be one of {', '.join(FIELD_MODES)}, got {fields!r}")

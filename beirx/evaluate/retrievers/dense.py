@@ -4,20 +4,19 @@ What is encoded, and why:
 
 - Documents are ``(title + " " + text).strip()``, exactly what BEIR's ``SentenceBERT.encode_corpus``
   feeds the model (Thakur et al. 2021), so numbers are comparable with BEIR's dense baselines.
-- Prompts: models trained with prefixes lose much of their quality without them (E5: ``"query: "`` and
-  ``"passage: "``, Wang et al. 2022). They come from the model's ``config_sentence_transformers.json``
-  ``prompts`` (``query``; ``document``/``passage``/``corpus`` for documents, as sentence-transformers'
-  ``encode_query``/``encode_document`` choose them), else from :data:`KNOWN_PROMPTS` for E5 checkpoints
-  published without that file, else none; ``query_prompt``/``passage_prompt`` override (``""`` = none).
+- Prompts: the model's own (E5: ``"query: "`` and ``"passage: "``, Wang et al. 2022), found by
+  :func:`beirx.models.prompts.model_prompts`; ``query_prompt``/``passage_prompt`` override (``""`` = none).
 - Similarity: ``cosine`` (embeddings L2-normalised, then inner product) or ``dot`` (raw inner product);
   default the model's ``similarity_fn_name``, else cosine.
 
 Search is exact (no approximate index): :func:`beirx.evaluate.knn.exact_search` walks the memory-mapped
 embeddings in chunks, so memory stays bounded at any corpus size and results equal brute force.
-Document embeddings are cached by :mod:`beirx.evaluate.embeddings_cache`, keyed by model, revision,
+Document embeddings are cached by :mod:`beirx.models.embeddings_cache`, keyed by model, revision,
 passage prompt, max length, similarity, precision and the corpus file's checksum.
 
-Device: CUDA when available (fp16 weights there, recorded as ``precision``), else CPU in fp32.
+Device: :func:`beirx.models.device.choose_device` (CUDA when available, fp16 weights there, recorded as
+``precision``; else CPU in fp32). The model is loaded once per process (:mod:`beirx.models.loaded`). Without
+``--model`` the language's default dense model is used (:func:`beirx.models.defaults.default_model`).
 """
 
 from __future__ import annotations
@@ -31,28 +30,28 @@ from typing import Any
 
 import numpy as np
 
+from beirx.checksums import cache_key, corpus_checksum
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.download import file_lock
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
-from beirx.evaluate.embeddings_cache import EmbeddingCache, corpus_checksum, encode_into, length_order
 from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
-from beirx.evaluate.model_files import ModelFiles, resolve_model
-from beirx.evaluate.retrievers.base import Retriever, cache_key
+from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
+from beirx.language_packs import LanguagePack
+from beirx.models.defaults import default_model
+from beirx.models.device import choose_device
+from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
+from beirx.models.files import resolve_model
+from beirx.models.loaded import embedding_dimension, sentence_transformer
+from beirx.models.prompts import model_prompts
 
 log = logging.getLogger(__name__)
 
 SIMILARITIES = ("cosine", "dot")
 SEARCH_BACKENDS = ("exact", "faiss")
 _CACHE_FORMAT = 1
-# Checkpoints trained with prefixes but often published without a prompts config (Wang et al. 2022).
-KNOWN_PROMPTS = (
-    (re.compile(r"(^|/)(multilingual-)?e5-(small|base|large)(-v2)?$", re.IGNORECASE),
-     {"query": "query: ", "passage": "passage: "}),
-)
-_LOADED: dict[tuple, Any] = {}  # one loaded model per (folder, device, precision), shared across a grid
 
 
 def document_text(doc: Doc) -> str:
@@ -60,46 +59,44 @@ def document_text(doc: Doc) -> str:
     return f"{doc.title} {doc.text}".strip()
 
 
-def model_prompts(files: ModelFiles) -> dict[str, str]:
-    """The ``query``/``passage`` prompts the model's own files (or :data:`KNOWN_PROMPTS`) define."""
-    prompts = files.read_json("config_sentence_transformers.json").get("prompts") or {}
-    found: dict[str, str] = {}
-    if "query" in prompts:
-        found["query"] = prompts["query"]
-    for name in ("document", "passage", "corpus"):
-        if name in prompts:
-            found["passage"] = prompts[name]
-            break
-    if not found:
-        for pattern, known in KNOWN_PROMPTS:
-            if pattern.search(files.name.rstrip("/")):
-                return dict(known)
-    return found
-
-
-def _load_model(folder, device: str, fp16: bool):
-    key = (str(folder), device, fp16)
-    if key not in _LOADED:
-        st = require("sentence_transformers", "neural", "dense retrieval")
-        model = st.SentenceTransformer(str(folder), device=device)
-        if fp16:
-            model.half()
-        model.eval()
-        _LOADED[key] = model
-    return _LOADED[key]
-
-
 class DenseRetriever(Retriever):
     name = "dense"
 
-    def __init__(self, pack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--model", help="sentence-transformers model folder or Hub id (default: the language's)")
+        group.add_argument("--model-revision", help="Hub commit/branch/tag of --model")
+        group.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; "
+                                                  "'' = none)")
+        group.add_argument("--passage-prompt", help="text put before each document (default: the model's; '' = none)")
+        group.add_argument("--similarity", choices=SIMILARITIES, help="default: the model's similarity function")
+        group.add_argument("--search", choices=SEARCH_BACKENDS, default="exact",
+                           help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
+        group.add_argument("--max-length", type=int, help="tokens per text (default: the model's max_seq_length)")
+        group.add_argument("--batch-size", type=int, default=32, help="encoding batch size (default 32)")
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        params = {"model": args.model, "revision": args.model_revision, "query_prompt": args.query_prompt,
+                  "passage_prompt": args.passage_prompt, "similarity": args.similarity,
+                  "max_length": args.max_length, "device": args.device}
+        params = {k: v for k, v in params.items() if v is not None}
+        if args.batch_size != 32:
+            params["batch_size"] = args.batch_size
+        if args.search != "exact":
+            params["search"] = args.search
+        return params
+
+    @property
+    def device_name(self) -> str:
+        return self._device()
+
+    def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
                  passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
                  batch_size: int = 32, device: str | None = None, sort_by_length: bool = True,
                  chunk_rows: int | None = None, search: str = "exact", use_cache: bool = True,
                  show_progress: bool = True):
-        model = model or (getattr(pack, "models", {}) or {}).get("dense")
-        if not model:
-            raise BeirxError("dense retrieval needs a model: pass --model (a sentence-transformers folder or Hub id)")
+        model = model or default_model("dense", pack.code)  # every language has one
         if similarity is not None and similarity not in SIMILARITIES:
             raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
         require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
@@ -114,7 +111,7 @@ class DenseRetriever(Retriever):
             raise BeirxError(f"model {model} uses {self.similarity!r} similarity; pass --similarity cosine or dot")
         self.max_length = int(max_length or self.files.read_json("sentence_bert_config.json").get("max_seq_length") or 512)
         self.batch_size = int(batch_size)
-        self.device = device
+        self.device = None if device is None else choose_device(device)
         self.sort_by_length = sort_by_length
         self.chunk_rows = chunk_rows
         if search not in SEARCH_BACKENDS:
@@ -130,8 +127,7 @@ class DenseRetriever(Retriever):
     # -- identity ------------------------------------------------------------------------------
     def _device(self) -> str:
         if self.device is None:
-            torch = require("torch", "neural", "dense retrieval")
-            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            self.device = choose_device(None)
         return self.device
 
     @property
@@ -146,7 +142,7 @@ class DenseRetriever(Retriever):
                 "document_text": "(title + ' ' + text).strip()", "search": self.search_backend}
 
     def model(self):
-        model = _load_model(self.files.folder, self._device(), self.precision == "float16")
+        model = sentence_transformer(self.files.folder, self._device(), self.precision == "float16")
         model.max_seq_length = self.max_length
         return model
 
@@ -182,6 +178,7 @@ class DenseRetriever(Retriever):
                 "format": _CACHE_FORMAT}
         label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset.name}-{Path(self.files.name).name}")[-80:]
         cache = EmbeddingCache(cache_dir("embeddings"), label, cache_key(meta))
+        self.index_location = cache.folder
         if not self.use_cache:
             self._encode_corpus(dataset, None, meta)
             return
@@ -200,9 +197,7 @@ class DenseRetriever(Retriever):
         texts = [document_text(d) for d in docs]
         del docs
         model = self.model()
-        # renamed in sentence-transformers 6 (get_sentence_embedding_dimension before)
-        dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dim = dim()
+        dim = embedding_dimension(model)
         start = time.perf_counter()
 
         def encode_batch(batch: list[str]) -> np.ndarray:

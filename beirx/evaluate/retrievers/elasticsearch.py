@@ -33,13 +33,15 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers import es_bodies
-from beirx.evaluate.retrievers.base import Retriever, cache_key
+from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.es_cluster import redact_url
 from beirx.evaluate.runs import Run
+from beirx.language_packs import LanguagePack
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +56,17 @@ _ANALYSIS_ERROR = re.compile(r"unknown (filter|analyzer|tokenizer|char_filter) t
 
 class ElasticsearchRetriever(Retriever):
     name = "elasticsearch"
+    device_name = "remote"
 
-    def __init__(self, pack, *, url: str | None = None, analysis: str = "server", fields: str = "multifield",
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        add_cli_arguments(group)
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        return params_from_args(args)
+
+    def __init__(self, pack: LanguagePack, *, url: str | None = None, analysis: str = "server", fields: str = "multifield",
                  k1: float = 1.2, b: float = 0.75, tie_breaker: float = 0.5, shards: int = 1, replicas: int = 0,
                  index_prefix: str = "beirx", ca_certs: str | None = None, verify: bool = True,
                  timeout: float = 120.0, bulk_size: int = 500, bulk_retries: int = 8, bulk_backoff: float = 2.0,

@@ -46,7 +46,7 @@ def codes(lang: str) -> list[str]:
     """The names Apertium may use for ``lang``: as given, and ISO 639-3 (``es`` -> ``spa``)."""
     from beirx.language_packs import get_pack
 
-    names = [lang, _APERTIUM_ALIASES.get(lang), getattr(get_pack(lang), "iso3", None)]
+    names = [lang, _APERTIUM_ALIASES.get(lang), get_pack(lang).iso3]
     return list(dict.fromkeys(n for n in names if n))
 
 

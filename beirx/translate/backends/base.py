@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 
@@ -20,6 +21,8 @@ class Translator(ABC):
     keeps_placeholders: ClassVar[bool] = False
     #: List price in USD per million source characters for paid APIs (``--dry-run``); None = no per-character charge.
     cost_per_million_chars: ClassVar[float | None] = None
+    #: Where and when that price was read.
+    price_source: ClassVar[str] = ""
 
     def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
         self.src, self.tgt, self.model, self.options = src, tgt, model, options
@@ -40,3 +43,22 @@ class Translator(ABC):
     def count_tokens(self, text: str) -> int:
         """Length of ``text`` in the backend's units (default: whitespace words)."""
         return len(text.split())
+
+    @classmethod
+    def billable_characters(cls, segments: Sequence[str]) -> int:
+        """Characters a service would bill for sending ``segments`` (default: source Unicode code points)."""
+        return sum(len(s) for s in segments)
+
+    @classmethod
+    def estimate_cost(cls, characters: int) -> dict[str, Any] | None:
+        """The list-price estimate for ``characters`` billed characters; None when nothing is charged per character."""
+        return None
+
+    def earlier_descriptions(self) -> list[dict[str, Any]]:
+        """Descriptions under which earlier beirx versions stored this same system in a translation memory.
+
+        The memory key hashes :meth:`describe`; when the way a backend describes itself changes (not what it
+        translates), listing the old description lets the memory adopt those translations instead of
+        redoing hours of work. Default: none.
+        """
+        return []

@@ -26,15 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import require
-from beirx.translate.backends.seq2seq import (
-    ModelTokenizer,
-    TokenizedTranslator,
-    as_int,
-    default_model,
-    folder_digest,
-    load_tokenizer,
-    model_revision,
-)
+from beirx.models.device import choose_device
+from beirx.models.files import folder_checksum, model_revision
+from beirx.translate.backends.seq2seq import ModelTokenizer, TokenizedTranslator, as_int, default_model, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +42,7 @@ def convert(model: str, quantization: str = "int8", revision: str | None = None)
     from beirx.data.cache import cache_dir
 
     ctranslate2 = require("ctranslate2", "translate", "the ctranslate2 translator")
-    source_revision = revision or model_revision(model)
+    source_revision = model_revision(model, revision)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "--", str(model).strip("/"))[-80:]
     target = cache_dir("ct2") / f"{slug}-{source_revision.removeprefix('sha256:')[:12]}-{quantization}"
     if is_converted(target):
@@ -91,16 +85,17 @@ class CT2Translator(TokenizedTranslator):
         max_positions = None
         if is_converted(model):
             folder = Path(model).expanduser()
-            self._revision = folder_digest(folder.resolve())
+            self._revision = folder_checksum(folder.resolve())
             self.quantization = None
         else:
-            self._revision = revision or model_revision(model)
+            self._revision = model_revision(model, revision)
             folder = convert(model, quantization, revision)
             self.quantization = quantization
             transformers = require("transformers", "translate", "the ctranslate2 translator")
             max_positions = getattr(transformers.AutoConfig.from_pretrained(model, revision=revision),
                                     "max_position_embeddings", None)
-        self.device = ("cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu") if device == "auto" else device
+        self.legacy_identity = (model, None if self.quantization is None else revision)
+        self.device = choose_device(device, cuda_available=lambda: ctranslate2.get_cuda_device_count() > 0)
         self.compute_type = ("int8_float16" if self.device == "cuda" else "int8") if compute_type == "auto" \
             else compute_type
         self.net = ctranslate2.Translator(str(folder), device=self.device, compute_type=self.compute_type,

@@ -1,7 +1,8 @@
 """Hugging Face seq2seq translation through transformers: MarianMT (opus-mt, opus-mt-tc), NLLB-200, M2M100.
 
 ``--model`` is a Hub id or a local folder (both go through ``from_pretrained``); the revision recorded is
-the Hub commit when the model comes from the Hugging Face cache, else a hash of the folder's files. Decoding
+:func:`beirx.models.files.model_revision` (the Hub commit, or a hash of the folder's files), the one
+beirx records everywhere; the device is :func:`beirx.models.device.choose_device`'s. Decoding
 is deterministic: greedy (``beam_size=1``) or beam search (default 4 beams). On CUDA the model runs in
 float16 unless ``dtype`` says otherwise. Inputs are never truncated: a segment over the model's limit
 is refused (the pipeline splits long sentences before they get here).
@@ -13,14 +14,9 @@ import logging
 from typing import Any, ClassVar
 
 from beirx.errors import BeirxError, require
-from beirx.translate.backends.seq2seq import (
-    ModelTokenizer,
-    TokenizedTranslator,
-    as_int,
-    default_model,
-    load_tokenizer,
-    model_revision,
-)
+from beirx.models.device import choose_device
+from beirx.models.files import model_revision
+from beirx.translate.backends.seq2seq import ModelTokenizer, TokenizedTranslator, as_int, default_model, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +38,7 @@ class HFTranslator(TokenizedTranslator):
         super().__init__(src, tgt, model, **options)
         torch = require("torch", "translate", "the hf translator")
         transformers = require("transformers", "translate", "the hf translator")
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        self.device = choose_device(device)
         self.dtype = ("float16" if self.device.startswith("cuda") else "float32") if dtype == "auto" else dtype
         try:
             self.net = transformers.AutoModelForSeq2SeqLM.from_pretrained(
@@ -55,7 +51,8 @@ class HFTranslator(TokenizedTranslator):
         self.beam_size = as_int(beam_size)
         self.max_new_tokens = as_int(max_new_tokens, self.tok.max_tokens or 512)
         self.min_new_tokens = as_int(min_new_tokens, 0)
-        self._revision = model_revision(model)
+        self._revision = model_revision(model, revision)
+        self.legacy_identity = (model, None)
         self._torch = torch
 
     def describe(self) -> dict[str, Any]:

@@ -128,10 +128,6 @@ class HttpApiTranslator(Translator):
     #: Environment variables searched, in order, for the credential.
     key_envs: ClassVar[tuple[str, ...]]
     default_base_url: ClassVar[str]
-    #: Price in USD per million billed characters (source code points), for ``--dry-run``.
-    cost_per_million_chars: ClassVar[float | None] = None
-    #: Where and when the price was read.
-    price_source: ClassVar[str] = ""
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  timeout: float = 60.0, key_env: str | None = None, retries: int | None = None,
@@ -260,11 +256,6 @@ class HttpApiTranslator(Translator):
 
     # -- cost --------------------------------------------------------------------------------------
     @classmethod
-    def billable_characters(cls, segments: Sequence[str]) -> int:
-        """Characters the service bills for sending ``segments`` (source Unicode code points)."""
-        return sum(len(s) for s in segments)
-
-    @classmethod
     def estimate_cost(cls, characters: int) -> dict[str, Any]:
         return estimate(cls, characters)
 
@@ -287,13 +278,13 @@ def estimate(translator_cls: type[Translator], characters: int) -> dict[str, Any
     backends is list price only: free tiers, volume discounts, taxes and DeepL's monthly base fee are
     not included.
     """
-    price = getattr(translator_cls, "cost_per_million_chars", None)
+    price = translator_cls.cost_per_million_chars
     return {
-        "translator": getattr(translator_cls, "name", translator_cls.__name__),
+        "translator": translator_cls.name,
         "characters": int(characters),
         "usd_per_million_chars": price,
         "estimated_cost_usd": None if price is None else round(characters / 1_000_000 * price, 2),
-        "price_source": getattr(translator_cls, "price_source", ""),
+        "price_source": translator_cls.price_source,
     }
 
 

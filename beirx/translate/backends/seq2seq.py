@@ -1,6 +1,12 @@
 """What the ``hf`` and ``ctranslate2`` backends share about Hugging Face seq2seq MT models: how each model
 family is told the language pair, how inputs are encoded and limited, and how a model is identified.
 
+Identity: the revision is :func:`beirx.models.files.model_revision`, the same rule results documents use.
+Before that rule was shared, these backends recorded another revision for local folders (16 hex characters
+over other files); translation memories key translations by the backend's ``describe()``, revision
+included, so :meth:`TokenizedTranslator.earlier_descriptions` names that old revision and the memory adopts
+translations stored under it (see :meth:`beirx.translate.memory.TranslationMemory.register`).
+
 Language conventions (detected from the tokenizer's vocabulary, so a local copy works like the Hub id):
 
 * NLLB-200: FLORES-200 codes. The source code is ``tokenizer.src_lang`` (``eng_Latn``: the tokenizer
@@ -23,6 +29,7 @@ from typing import Any
 
 from beirx.checksums import files_checksum
 from beirx.errors import BeirxError
+from beirx.models.defaults import default_model as language_default
 from beirx.translate.backends.base import Translator
 
 log = logging.getLogger(__name__)
@@ -34,13 +41,13 @@ _MARIAN_TARGET = re.compile(r"^>>[\w-]+<<$")
 def iso3(lang: str) -> str | None:
     from beirx.language_packs import get_pack
 
-    return getattr(get_pack(lang), "iso3", None)
+    return get_pack(lang).iso3
 
 
 def nllb_code(lang: str) -> str | None:
     from beirx.language_packs import get_pack
 
-    return getattr(get_pack(lang), "nllb_code", None)
+    return get_pack(lang).nllb_code
 
 
 class TokenizedTranslator(Translator):
@@ -48,6 +55,13 @@ class TokenizedTranslator(Translator):
     checked encoding come from the model's own tokenizer (shared by ``hf`` and ``ctranslate2``)."""
 
     tok: "ModelTokenizer"
+    #: ``(model argument, explicit revision)`` as the pre-shared revision rule saw them (see the module docstring).
+    legacy_identity: tuple[str, str | None] = ("", None)
+
+    def earlier_descriptions(self) -> list[dict[str, Any]]:
+        legacy = self.legacy_identity[1] or legacy_revision(self.legacy_identity[0])
+        current = self.describe()
+        return [] if legacy in (None, current["revision"]) else [{**current, "revision": legacy}]
 
     def max_segment_tokens(self) -> int | None:
         return self.tok.max_tokens
@@ -125,35 +139,29 @@ def _convention(tokenizer, src: str, tgt: str, src_code: str | None, tgt_code: s
     return "single-pair", "", None
 
 
-def model_revision(name_or_path: str) -> str:
-    """The model's commit hash when it comes from the Hugging Face cache, else a hash of its files."""
-    path = Path(name_or_path).expanduser()
-    if path.is_dir():
-        resolved = path.resolve()
-        if resolved.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", resolved.name):
-            return resolved.name
-        return folder_digest(resolved)
-    from huggingface_hub import try_to_load_from_cache
+def legacy_revision(model: str) -> str | None:
+    """The revision beirx recorded for a local model folder before the rule was shared, None for a Hub id.
 
-    cached = try_to_load_from_cache(name_or_path, "config.json")
-    return Path(cached).parent.name if isinstance(cached, str) else "unknown"
-
-
-def folder_digest(folder: Path) -> str:
-    """``sha256:`` over the names and bytes of a model folder's files (config, weights, tokenizer)."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")
+    Only for finding translations stored under it: the snapshot commit for a folder inside the Hugging Face
+    cache, else ``sha256:`` + 16 hex characters over the folder's files without dotfiles, ``.md`` and
+    ``.lock`` files. A Hub id was recorded as its commit, as it still is.
+    """
+    path = Path(model).expanduser()
+    if not model or not path.is_dir():
+        return None
+    resolved = path.resolve()
+    if resolved.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", resolved.name):
+        return resolved.name
+    files = sorted(p for p in resolved.rglob("*") if p.is_file() and not p.name.startswith(".")
                    and p.suffix not in {".md", ".lock"})
-    return files_checksum(folder, files)[:len("sha256:") + 16]
+    return files_checksum(resolved, files)[:len("sha256:") + 16]
 
 
 def default_model(src: str, tgt: str) -> str:
-    """The language pack's default translation model (from English only)."""
-    if src == "en":
-        from beirx.language_packs import get_pack
-
-        model = (getattr(get_pack(tgt), "models", None) or {}).get("translation_from_en")
-        if model:
-            return model
+    """The default translation model of the target language (:mod:`beirx.models.defaults`; from English only)."""
+    model = language_default("translation_from_en", tgt) if src == "en" else None
+    if model:
+        return model
     raise BeirxError(f"no default translation model for {src}->{tgt}: pass --model (a Hub id or a local folder)")
 
 

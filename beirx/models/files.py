@@ -4,6 +4,12 @@ Results and caches must name the exact weights that produced them. For a Hub id 
 of the snapshot used; for a local folder (which has no commit) it is a SHA-256 over every file in the
 folder except READMEs, so retraining or re-converting a model into the same path never reuses stale
 embeddings. Both are found without importing torch.
+
+This is the one revision rule of beirx: dense retrieval, rerankers, translation backends, the translation
+quality encoder and MTEB export all call it, so one model folder gets one revision in results documents,
+translation manifests and cache keys alike. :func:`resolve_model` also returns the files (downloading a Hub
+snapshot); :func:`model_revision` gives the revision alone for backends that load through
+``from_pretrained`` themselves (only ``config.json`` is fetched for a Hub id, not every weight format).
 """
 
 from __future__ import annotations
@@ -59,3 +65,23 @@ def resolve_model(name: str, revision: str | None = None) -> ModelFiles:
                          f"({type(exc).__name__}: {exc}); pass a local model folder instead") from exc
     commit = folder.name if folder.parent.name == "snapshots" else folder_checksum(folder)
     return ModelFiles(name=name, folder=folder, revision=commit)
+
+
+def model_revision(name: str, revision: str | None = None) -> str:
+    """The revision :func:`resolve_model` would give, without downloading the whole Hub snapshot.
+
+    A local folder: :func:`folder_checksum`. A Hub id: the commit of the snapshot that holds its
+    ``config.json`` (from the local cache when offline), the same commit ``resolve_model`` names.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return folder_checksum(path)
+    if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
+        raise BeirxError(f"model folder not found: {name}")
+    hub = require("huggingface_hub", "hub", "finding the revision of a Hugging Face Hub model")
+    try:
+        config = Path(hub.hf_hub_download(name, "config.json", revision=revision))
+    except Exception as exc:  # offline and not cached, unknown repo, gated model ...
+        raise BeirxError(f"cannot get model {name!r} from the Hugging Face Hub or its local cache "
+                         f"({type(exc).__name__}: {exc}); pass a local model folder instead") from exc
+    return config.parent.name if config.parent.parent.name == "snapshots" else folder_checksum(config.parent)

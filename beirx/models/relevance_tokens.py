@@ -10,7 +10,8 @@ recipe, not on the model architecture:
 * clarin-knext plT5 rerankers of BEIR-PL (Wojtasik et al., 2023, arXiv:2305.19840): ``prawda`` / ``fałsz``.
 
 ``relevance_tokens`` looks the checkpoint up first (by a name fragment, so local copies named after
-the Hub id match too), then falls back to the language's default.
+the Hub id match too), then falls back to the language's default. These are model knowledge, so they live
+in :mod:`beirx.models` beside the default models (:mod:`beirx.models.defaults`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,6 @@ def relevance_tokens(model_name_or_path: str, lang: str) -> tuple[str, str]:
     for fragment, true_token, false_token in CHECKPOINT_TOKENS:
         if fragment in name:
             return true_token, false_token
-    from . import get_pack  # any code form: "pl", "pol", "pol-Latn"
+    from beirx.language_packs import get_pack  # any code form: "pl", "pol", "pol-Latn"
 
     return LANGUAGE_TOKENS.get(get_pack(lang).code, MULTILINGUAL_TOKENS)

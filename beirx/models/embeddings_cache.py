@@ -16,6 +16,9 @@ stopped instead of starting over.
 Batching is length-sorted (longest first, by the caller's length measure; beirx uses token counts): similar
 lengths share a batch, so little compute goes to padding, and an out-of-memory batch shows up at the start
 rather than hours in.
+
+Dense retrieval (document embeddings) and translation quality (embeddings of source and translated texts)
+both use it, so it belongs to the shared :mod:`beirx.models` layer.
 """
 
 from __future__ import annotations
@@ -35,23 +38,6 @@ from tqdm.auto import tqdm
 from beirx.atomic import write_json
 
 log = logging.getLogger(__name__)
-
-_CORPUS_SUMS: dict[tuple, str] = {}
-
-
-def corpus_checksum(path: Path) -> str:
-    """``sha256:<hex>`` of the corpus file alone (queries and qrels do not change document embeddings)."""
-    path = Path(path)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _CORPUS_SUMS:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        _CORPUS_SUMS[key] = "sha256:" + h.hexdigest()
-    return _CORPUS_SUMS[key]
-
 
 def length_order(lengths: Sequence[int]) -> np.ndarray:
     """Encoding order: longest first; equal lengths keep corpus order (stable)."""

@@ -14,9 +14,9 @@ pytest.importorskip("pyarrow")
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from beirx.data.hub_source import load_hub_dataset, parse_spec  # noqa: E402
 from beirx.data.resolve import resolve_dataset  # noqa: E402
 from beirx.errors import BeirxError, DataError  # noqa: E402
-from beirx.publish.hub_download import load_hub_dataset, parse_spec  # noqa: E402
 
 DOCS = [{"_id": "4983", "title": "Microstructural development", "text": "Alterations of the architecture."},
         {"_id": "5836", "title": "Induction of myelodysplasia", "text": "Myelodysplastic syndromes (MDS)."},

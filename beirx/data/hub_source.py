@@ -35,9 +35,9 @@ from typing import Any
 from beirx.atomic import write_json
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
+from beirx.data.front_matter import read_front_matter
 from beirx.data.records import Doc, Qrels, Query
 from beirx.errors import BeirxError, DataError, require
-from beirx.publish.cards import read_front_matter
 
 log = logging.getLogger(__name__)
 

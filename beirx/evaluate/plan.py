@@ -1,0 +1,309 @@
+"""One experiment plan: systems x datasets x language pairs, from ``beirx eval`` flags or from a grid file.
+
+Both front doors build the same :class:`Plan`, and :func:`beirx.evaluate.runner.run_plan` runs it, so the
+same experiment gives the same results documents whichever way it was described, and every default lives in
+:mod:`beirx.evaluate.defaults`. Retrievers and rerankers declare their own flags and parse them
+(``add_arguments`` / ``params_from_args`` on their classes), so adding a backend is one module plus one
+registry line.
+
+A grid file (TOML, or YAML with the same keys)::
+
+    output = "results/grid"          # optional; --output overrides
+    split = "test"                   # optional; default: each dataset's test split from the catalogue
+    top_k = 1000                     # optional
+    languages = ["en", "pl", "pl2en"]   # "pl2en" = Polish queries against the English corpus and qrels
+
+    [[datasets]]
+    name = "scifact"                 # catalogue name, or a folder (the folder is the "en" version)
+    # label = "scifact"              # optional: the name in results (default: catalogue or folder name)
+    paths = { pl = "/data/scifact-pl" }   # optional: folders for some languages
+    # languages = [...]              # optional: overrides the top-level list for this dataset
+
+    [[systems]]
+    name = "bm25"
+    retriever = "bm25"               # other keys are the retriever's parameters (k1, b, fields ...)
+
+    [[systems]]
+    name = "hybrid"
+    fusion = "rrf"                   # or arithmetic/geometric/harmonic/linear (+ normalization, weights, rrf_k)
+    inputs = ["bm25", "e5"]
+
+    [[systems]]
+    name = "e5>ce"
+    reranker = "cross-encoder"       # other keys are the reranker's parameters (model ...)
+    first_stage = "e5"
+    depth = 100
+
+    [[systems]]
+    name = "external"
+    run_file = "runs/splade.trec"    # a TREC run used as a system (e.g. as a first stage)
+
+``datasets`` may also be a list of plain names. Systems refer to each other by name, so a first stage is
+computed once per dataset and language pair and shared by every fusion and reranker built on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beirx.data.language_pair import LanguagePair
+from beirx.errors import BeirxError, DataError
+from beirx.evaluate import defaults
+from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+
+_TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
+_FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}
+_RERANK_KEYS = {"name", "reranker", "first_stage", "depth"}
+
+
+@dataclass
+class DatasetTarget:
+    """A dataset to evaluate in some language pairs.
+
+    ``spec`` is a catalogue name, a folder or ``hf:ORG/NAME``; ``paths`` gives folders for some languages;
+    a folder ``spec`` is the ``base_lang`` version; ``label`` names the dataset in results.
+    """
+
+    spec: str
+    pairs: list[LanguagePair]
+    paths: dict[str, str] = field(default_factory=dict)
+    label: str | None = None
+    base_lang: str = "en"
+    lang_source: str = "default"
+    """Where the corpus language came from, recorded in results: ``given`` (``--lang`` or a grid file's
+    ``languages``), ``default`` (English, nothing said) or what the dataset states (``translation.json``)."""
+
+
+@dataclass
+class Plan:
+    datasets: list[DatasetTarget]
+    systems: dict[str, System]
+    """Every system to evaluate, by a unique name, first stages before what is built on them."""
+    output: Path | None = None
+    split: str | None = None
+    top_k: int = defaults.TOP_K
+    ignore_identical_ids: bool | None = None
+    source: str = "flags"
+    """``flags`` or the grid file's path (for messages)."""
+    summary: bool = False
+    """Write ``summary.tsv``/``summary.json`` beside the per-system files (grids do)."""
+
+
+# -- grid files -----------------------------------------------------------------------------------------------
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise DataError(path, "config file not found")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10
+                import tomli as tomllib
+            data = tomllib.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            raise DataError(path, "config must be .toml, .yaml or .yml")
+    except DataError:
+        raise
+    except Exception as exc:  # tomllib.TOMLDecodeError, yaml.YAMLError: both say where
+        raise DataError(path, f"cannot parse config: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DataError(path, "config must be a table/mapping at the top level")
+    return data
+
+
+def _pair(path: Path, value: Any) -> LanguagePair:
+    if isinstance(value, dict) and set(value) == {"query", "corpus"}:
+        return LanguagePair(str(value["query"]), str(value["corpus"]))
+    if isinstance(value, str) and value.strip():
+        try:
+            return LanguagePair.parse(value)
+        except BeirxError as exc:
+            raise DataError(path, str(exc)) from None
+    raise DataError(path, f"a language must be 'xx', 'QUERY2CORPUS' (e.g. pl2en) or {{query, corpus}}, got {value!r}")
+
+
+def _dataset(path: Path, value: Any, pairs: list[LanguagePair], source: str) -> DatasetTarget:
+    if isinstance(value, str):
+        return DatasetTarget(spec=value, pairs=pairs, lang_source=source)
+    if not isinstance(value, dict) or "name" not in value:
+        raise DataError(path, f"each dataset needs a 'name' (catalogue name or folder), got {value!r}")
+    unknown = set(value) - {"name", "paths", "languages", "label"}
+    if unknown:
+        raise DataError(path, f"dataset {value['name']!r}: unknown keys {sorted(unknown)}")
+    own = [_pair(path, v) for v in value["languages"]] if "languages" in value else pairs
+    source = "given" if "languages" in value else source
+    return DatasetTarget(spec=str(value["name"]), pairs=own, label=value.get("label"), lang_source=source,
+                         paths={str(k): str(v) for k, v in (value.get("paths") or {}).items()})
+
+
+def _grid_systems(path: Path, entries: Any) -> dict[str, System]:
+    if not isinstance(entries, list) or not entries:
+        raise DataError(path, "'systems' must be a non-empty list of tables")
+    raw: dict[str, dict] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            raise DataError(path, f"every system needs a 'name', got {entry!r}")
+        if entry["name"] in raw:
+            raise DataError(path, f"two systems are named {entry['name']!r}")
+        kinds = [k for k in ("retriever", "fusion", "reranker", "run_file") if k in entry]
+        if len(kinds) != 1:
+            raise DataError(path, f"system {entry['name']!r} needs exactly one of retriever, fusion, reranker, "
+                                  f"run_file (got {kinds or 'none'})")
+        raw[entry["name"]] = entry
+    built: dict[str, System] = {}
+
+    def build(name: str, chain: tuple[str, ...]) -> System:
+        if name in built:
+            return built[name]
+        if name not in raw:
+            raise DataError(path, f"system {chain[-1]!r} refers to {name!r}, which is not defined")
+        if name in chain:
+            raise DataError(path, f"systems refer to each other in a cycle: {' -> '.join(chain + (name,))}")
+        entry = dict(raw[name])
+        chain = chain + (name,)
+        try:
+            system = _grid_system(path, name, entry, lambda ref: build(str(ref), chain))
+        except BeirxError as exc:
+            if isinstance(exc, DataError):
+                raise
+            raise DataError(path, f"system {name!r}: {exc}") from exc
+        built[name] = system
+        return system
+
+    return {name: build(name, ()) for name in raw}
+
+
+def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
+    if "retriever" in entry:
+        retriever = entry.pop("retriever")
+        entry.pop("name")
+        return SystemSpec(retriever, entry, name=name)
+    if "run_file" in entry:
+        extra = set(entry) - {"name", "run_file"}
+        if extra:
+            raise DataError(path, f"system {name!r}: unknown keys {sorted(extra)}")
+        run_file = Path(entry["run_file"])
+        return RunFileSpec(run_file if run_file.is_absolute() else path.parent / run_file, name=name)
+    if "fusion" in entry:
+        extra = set(entry) - _FUSION_KEYS
+        if extra:
+            raise DataError(path, f"system {name!r}: unknown keys {sorted(extra)} for a fusion")
+        inputs = entry.get("inputs")
+        if not isinstance(inputs, list) or len(inputs) < 2:
+            raise DataError(path, f"fusion {name!r} needs 'inputs': a list of at least two system names")
+        return FusionSpec([ref(i) for i in inputs], entry["fusion"], entry.get("normalization", defaults.NORMALIZATION),
+                          entry.get("weights"), int(entry.get("rrf_k", defaults.RRF_K)), name=name)
+    first = entry.get("first_stage")
+    if not first:
+        raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
+    params = {k: v for k, v in entry.items() if k not in _RERANK_KEYS}
+    return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name)
+
+
+def plan_from_config(path: Path | str) -> Plan:
+    """Parse and check a grid file; every error names the file."""
+    path = Path(path)
+    data = _read(path)
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise DataError(path, f"unknown top-level keys {sorted(unknown)}; expected some of {sorted(_TOP_KEYS)}")
+    pairs = [_pair(path, v) for v in data.get("languages", ["en"])]
+    datasets = data.get("datasets")
+    if not isinstance(datasets, list) or not datasets:
+        raise DataError(path, "'datasets' must be a non-empty list")
+    output = data.get("output")
+    if output is not None:
+        output = Path(output) if Path(output).is_absolute() else path.parent / output
+    source = "given" if "languages" in data else "default"
+    return Plan(datasets=[_dataset(path, d, pairs, source) for d in datasets], systems=_grid_systems(path, data.get("systems")),
+                output=output, split=data.get("split"), top_k=int(data.get("top_k", defaults.TOP_K)),
+                ignore_identical_ids=data.get("ignore_identical_ids"), source=str(path), summary=True)
+
+
+# -- command-line flags ---------------------------------------------------------------------------------------
+
+def _weights(text: str | None) -> list[float] | None:
+    if not text:
+        return None
+    try:
+        return [float(w) for w in text.split(",")]
+    except ValueError:
+        raise BeirxError(f"--weights must be comma-separated numbers, e.g. 0.3,0.7; got {text!r}") from None
+
+
+def systems_from_args(args) -> dict[str, System]:
+    """The systems the flags describe: every first stage, each ``--fusion`` of all of them, then each
+    ``--reranker`` on every first stage and fusion (or only on ``--first-stage``)."""
+    from beirx.evaluate.rerankers import RERANKERS
+    from beirx.evaluate.retrievers import RETRIEVERS
+
+    first_stage = args.first_stage
+    run_file = Path(first_stage) if first_stage and Path(first_stage).is_file() else None
+    names = args.retriever or ([] if run_file else ["bm25"])
+    if len(set(names)) != len(names):
+        raise BeirxError("each --retriever may be given once; use --config for several variants of one retriever")
+    firsts: dict[str, System] = {}
+    for name in names:
+        cls = RETRIEVERS.get(name)
+        firsts[name] = SystemSpec(name, cls.params_from_args(args))
+    if run_file:
+        firsts[str(run_file)] = RunFileSpec(run_file)
+    weights = _weights(args.weights)
+    inputs = list(firsts.values())
+    for method in args.fusion or []:
+        if len(inputs) < 2:
+            raise BeirxError("--fusion needs at least two first-stage systems (repeat --retriever)")
+        firsts[method] = FusionSpec(inputs, method, args.normalization, weights, args.rrf_k)
+    systems = dict(firsts)
+    rerankers = args.reranker or []
+    models = args.reranker_model or []
+    if models and len(models) != len(rerankers):
+        raise BeirxError(f"{len(models)} --reranker-model for {len(rerankers)} --reranker: give one model per reranker")
+    if rerankers:
+        if first_stage and not run_file and first_stage not in firsts:
+            raise BeirxError(f"--first-stage {first_stage!r} is neither a file nor one of: {', '.join(firsts)}")
+        bases = [firsts[str(run_file) if run_file else first_stage]] if first_stage else list(firsts.values())
+        for i, name in enumerate(rerankers):
+            params = RERANKERS.get(name).params_from_args(args)
+            if models:
+                params = {"model": models[i], **params}
+            for base in bases:
+                spec = RerankSpec(base, name, params, args.rerank_depth)
+                systems[f"{spec.tag()}"] = spec
+    return _named(systems, args.name)
+
+
+def _named(systems: dict[str, System], names: list[str] | None) -> dict[str, System]:
+    """Apply ``--name`` (one per evaluated system, in order) as each system's label and file tag."""
+    if not names:
+        return systems
+    if len(names) != len(systems):
+        listing = "; ".join(s.label() for s in systems.values())
+        raise BeirxError(f"{len(names)} --name for {len(systems)} systems: give one name per system, in this "
+                         f"order: {listing}")
+    for system, name in zip(systems.values(), names):
+        system.name = name
+    return dict(zip(names, systems.values()))
+
+
+def plan_from_args(args) -> Plan:
+    """The plan ``beirx eval --dataset ... --retriever ...`` describes (one dataset, one language pair)."""
+    if not args.dataset:
+        raise BeirxError("--dataset is required (or describe a grid with --config)")
+    lang, lang_source = (args.lang, "given") if args.lang else ("en", "default")
+    pair = LanguagePair.of(lang, args.query_lang)
+    paths = {pair.query: args.query_dataset} if args.query_dataset and pair.cross_lingual else {}
+    is_folder = Path(args.dataset).expanduser().is_dir()
+    if pair.cross_lingual and not paths and is_folder:
+        raise BeirxError(f"--dataset is a folder: pass the {pair.query!r} version's folder with --query-dataset")
+    target = DatasetTarget(spec=args.dataset, pairs=[pair], paths=paths, base_lang=lang, lang_source=lang_source)
+    return Plan(datasets=[target], systems=systems_from_args(args), output=args.output, split=args.split,
+                top_k=args.top_k, ignore_identical_ids=args.ignore_identical_ids)

@@ -1,0 +1,150 @@
+"""What can be evaluated: a retriever, a run file, a fusion of systems, or a reranker on top of a system.
+
+- :class:`SystemSpec`: a registered first-stage retriever (``bm25``, ``dense`` ...) and its parameters;
+- :class:`RunFileSpec`: a TREC run file used as a first stage;
+- :class:`FusionSpec`: two or more systems fused (:mod:`beirx.evaluate.fusion`);
+- :class:`RerankSpec`: a registered reranker applied to another system's top ``depth`` documents.
+
+Each has a ``tag()`` (file-name safe, part of run and results file names and the TREC tag column; unchanged
+from earlier versions so the same command writes the same files) and a ``label()`` (the short human name
+reports show: the user's ``name``, else e.g. ``bm25 fields=flat``, ``dense e5-small``, ``rrf(bm25+dense)``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from beirx.errors import BeirxError
+from beirx.evaluate import defaults
+
+_MAX_TAG = 150
+
+
+def _safe(text: str) -> str:
+    """A file-name-safe tag; over-long tags keep a readable head and a hash of the whole."""
+    tag = re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+    if len(tag) > _MAX_TAG:
+        tag = f"{tag[:_MAX_TAG - 13]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
+    return tag
+
+
+def _param_tag(params: dict[str, Any]) -> list[str]:
+    return [f"{k}_{v}" for k, v in sorted(params.items()) if v is not None]
+
+
+def _short(value: Any) -> str:
+    """A model path or Hub id shortened to its last part (``intfloat/multilingual-e5-small`` -> the name)."""
+    text = str(value)
+    return Path(text.rstrip("/")).name if "/" in text else text
+
+
+@dataclass
+class SystemSpec:
+    """A retrieval system: a registered retriever name and its parameters (``name`` labels files)."""
+
+    retriever: str
+    params: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    kind = "retriever"
+
+    def tag(self) -> str:
+        """A file-name-safe label, e.g. ``bm25-b_0.75-fields_multifield-k1_1.2``."""
+        if self.name:
+            return _safe(self.name)
+        parts = [self.retriever] + _param_tag(self.params)
+        return re.sub(r"[^A-Za-z0-9._=-]+", "_", "-".join(parts))
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        model = self.params.get("model")
+        shown = [_short(model)] if model else []
+        shown += [f"{k}={v}" for k, v in sorted(self.params.items())
+                  if k in ("fields", "search", "analysis") and v is not None]
+        return " ".join([self.retriever] + shown)
+
+
+@dataclass
+class RunFileSpec:
+    """A first stage read from a TREC run file (e.g. produced by another toolkit)."""
+
+    path: Path
+    name: str | None = None
+    kind = "run_file"
+
+    def tag(self) -> str:
+        return _safe(self.name or f"run-{Path(self.path).stem}")
+
+    def label(self) -> str:
+        return self.name or f"run {Path(self.path).name}"
+
+
+@dataclass
+class FusionSpec:
+    """Two or more systems fused with one of :data:`beirx.evaluate.defaults.FUSION_METHODS`."""
+
+    inputs: list["System"]
+    method: str = "rrf"
+    normalization: str = defaults.NORMALIZATION
+    weights: list[float] | None = None
+    rrf_k: int = defaults.RRF_K
+    name: str | None = None
+    kind = "fusion"
+
+    def __post_init__(self) -> None:
+        from beirx.evaluate import fusion
+
+        if len(self.inputs) < 2:
+            raise BeirxError("fusion needs at least two systems")
+        if self.method not in defaults.FUSION_METHODS:
+            raise BeirxError(f"unknown fusion method {self.method!r}; "
+                             f"choose one of: {', '.join(defaults.FUSION_METHODS)}")
+        if self.normalization not in defaults.NORMALIZATIONS:
+            raise BeirxError(f"unknown normalization {self.normalization!r}; "
+                             f"choose one of: {', '.join(defaults.NORMALIZATIONS)}")
+        fusion.check_weights(self.weights, len(self.inputs))
+
+    def tag(self) -> str:
+        if self.name:
+            return _safe(self.name)
+        head = self.method if self.method == "rrf" else f"{self.method}-{self.normalization}"
+        if self.weights:
+            head += "-w" + "_".join(f"{w:g}" for w in self.weights)
+        return _safe(f"{head}-" + "+".join(s.tag() for s in self.inputs))
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        head = self.method if self.method == "rrf" else f"{self.method}/{self.normalization}"
+        return f"{head}(" + " + ".join(s.label() for s in self.inputs) + ")"
+
+
+@dataclass
+class RerankSpec:
+    """A registered reranker rescoring the top ``depth`` documents of ``first_stage``."""
+
+    first_stage: "System"
+    reranker: str
+    params: dict[str, Any] = field(default_factory=dict)
+    depth: int = defaults.RERANK_DEPTH
+    name: str | None = None
+    kind = "rerank"
+
+    def tag(self) -> str:
+        if self.name:
+            return _safe(self.name)
+        parts = [self.first_stage.tag(), f"rerank_{self.reranker}"] + _param_tag(self.params) + [f"depth_{self.depth}"]
+        return _safe("-".join(parts))
+
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        model = self.params.get("model")
+        return f"{self.first_stage.label()} >> {self.reranker}" + (f" {_short(model)}" if model else "")
+
+
+System = Union[SystemSpec, RunFileSpec, FusionSpec, RerankSpec]

@@ -1,0 +1,59 @@
+"""The default model of each kind for each language: what runs when the user names no ``--model``.
+
+Model defaults are Hugging Face Hub ids (any model argument also accepts a local folder). They live here,
+not in the language packs, because they are about models: a pack describes how a language is analysed.
+
+* pl -- BEIR-PL (Wojtasik et al., 2023, arXiv:2305.19840): HerBERT cross-encoder and plT5 monoT5 rerankers
+  trained on Polish MS MARCO;
+* en -- BEIR (Thakur et al., 2021) baselines: e5-base-v2, the MiniLM cross-encoder, monoT5;
+* other languages -- multilingual-e5, the mMARCO multilingual cross-encoder and mT5 reranker (Bonifacio
+  et al., 2021, arXiv:2108.13897), NLLB-200 for translation from English (only for languages NLLB has a
+  code for).
+
+Kinds are spelled as the registries spell the backends (``dense``, ``cross-encoder``, ``monot5``,
+``colbert``) plus ``translation_from_en``; ColBERT has no default anywhere.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+NLLB = "facebook/nllb-200-distilled-600M"
+KINDS = ("dense", "cross-encoder", "monot5", "colbert", "translation_from_en")
+
+MULTILINGUAL = MappingProxyType({
+    "dense": "intfloat/multilingual-e5-base",
+    "cross-encoder": "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1",
+    "monot5": "unicamp-dl/mt5-base-mmarco-v2",
+    "translation_from_en": NLLB,
+})
+BY_LANGUAGE = MappingProxyType({
+    "pl": MappingProxyType({
+        "dense": "intfloat/multilingual-e5-base",
+        "cross-encoder": "clarin-knext/herbert-base-reranker-msmarco",
+        "monot5": "clarin-knext/plt5-base-msmarco",
+        "translation_from_en": NLLB,
+    }),
+    "en": MappingProxyType({
+        "dense": "intfloat/e5-base-v2",
+        "cross-encoder": "cross-encoder/ms-marco-MiniLM-L-6-v2",
+        "monot5": "castorini/monot5-base-msmarco",
+        "translation_from_en": None,
+    }),
+})
+
+
+def default_model(kind: str, lang: str) -> str | None:
+    """The Hub id of the default ``kind`` model for ``lang`` (any code :func:`get_pack` accepts), or None.
+
+    None means there is no default: the caller asks the user for a model (ColBERT; translation into
+    English or into a language without an NLLB code; a kind beirx has no defaults for).
+    """
+    from beirx.language_packs import get_pack, list_packs
+
+    pack = get_pack(lang)
+    declared = any(p is pack for p in list_packs())
+    table = BY_LANGUAGE.get(pack.code, MULTILINGUAL) if declared else MULTILINGUAL
+    if kind == "translation_from_en" and pack.nllb_code is None:
+        return None
+    return table.get(kind)

@@ -1,0 +1,47 @@
+"""Valid artifacts for tests that need a translation manifest, quality report or results document with
+particular values: a real file written by beirx before the typed artifacts (``tests/data/before_v2``, made
+from a tiny made-up dataset) with the values a test cares about replaced."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from beirx.artifacts import QualityReport, ResultsDocument, TranslationManifest
+from beirx.artifacts.quality import FieldQuality, LanguageCheck
+
+BEFORE_V2 = Path(__file__).parent / "data" / "before_v2"
+
+
+def translation_manifest(*, name: str, src: str, tgt: str, translator: dict[str, Any], checksum: str = "sha256:abc",
+                         partial: bool = False, created: str | None = None) -> TranslationManifest:
+    base = TranslationManifest.load(BEFORE_V2 / "translation.json")
+    return dataclasses.replace(
+        base, source=dataclasses.replace(base.source, name=name, lang=src, checksum=checksum),
+        target=dataclasses.replace(base.target, lang=tgt), translator=translator, partial=partial,
+        created=created or base.created)
+
+
+def quality_report(**fields: dict[str, Any]) -> QualityReport:
+    """A report whose fields (``queries=dict(mean=..., pairs=..., flagged_items=..., target_share=...)``)
+    carry the given headline numbers, without round trip."""
+    base = QualityReport.load(BEFORE_V2 / "quality.json")
+    entries: dict[str, FieldQuality] = {}
+    for name, values in fields.items():
+        entry = base.fields[name]
+        entries[name] = dataclasses.replace(
+            entry, pairs=values["pairs"], flagged_items=values["flagged_items"], roundtrip=None,
+            similarity=dataclasses.replace(entry.similarity, mean=values["mean"]),
+            language=LanguageCheck(checked=values["pairs"], target_share=values["target_share"],
+                                   detected=entry.language.detected))
+    return dataclasses.replace(base, fields=entries)
+
+
+def results_document(*, name: str, lang: str, split: str, label: str, description: dict[str, Any],
+                     metrics: dict[str, float]) -> ResultsDocument:
+    base = ResultsDocument.load(BEFORE_V2 / "results_bm25.json")
+    return dataclasses.replace(
+        base, dataset=dataclasses.replace(base.dataset, name=name, language=lang, query_language=lang, split=split),
+        system=dataclasses.replace(base.system, label=label, tag=label, description=description), metrics=metrics,
+        per_query={})

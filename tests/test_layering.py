@@ -1,0 +1,240 @@
+"""Layering: stages import only earlier stages and shared layers; the models/ layer gives one revision, one
+device rule and one cache of loaded models.
+
+Import checks run in a fresh interpreter, so nothing imported by other tests can hide a violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from beirx.errors import BeirxError
+from tests.conftest import REPO
+
+# Walks a package and imports every module; a module whose optional dependency is absent is skipped (it
+# cannot be imported in any environment without that extra, so it cannot leak either).
+_WALK = """
+import importlib, json, pkgutil, sys
+packages = {packages!r}
+walked, skipped = [], []
+for name in packages:
+    package = importlib.import_module(name)
+    for info in pkgutil.walk_packages(package.__path__, name + "."):
+        try:
+            importlib.import_module(info.name)
+            walked.append(info.name)
+        except ImportError as exc:
+            skipped.append([info.name, str(exc)])
+print(json.dumps({{"modules": sorted(sys.modules), "walked": walked, "skipped": skipped}}))
+"""
+
+
+def _fresh_import(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _walk(*packages: str) -> dict:
+    return _fresh_import(_WALK.format(packages=list(packages)))
+
+
+def _under(modules: list[str], package: str) -> list[str]:
+    return [m for m in modules if m == package or m.startswith(package + ".")]
+
+
+def _imports_in_source(package: str) -> dict[str, set[str]]:
+    """Every ``beirx`` module each source file of ``package`` imports, at module level or inside functions."""
+    found = {}
+    for path in sorted((REPO / package.replace(".", "/")).rglob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        found[str(path.relative_to(REPO))] = {n for n in names if n.startswith("beirx")}
+    return found
+
+
+def test_translate_and_publish_never_import_evaluate():
+    for package in ("beirx.translate", "beirx.publish"):
+        result = _walk(package)
+        assert len(result["walked"]) >= 4 and set(result["walked"]) <= set(result["modules"])
+        assert not result["skipped"], result["skipped"]  # everything is installed here: nothing hidden
+        assert _under(result["modules"], "beirx.evaluate") == [], package
+        lazy = {f: sorted(n for n in names if n.startswith("beirx.evaluate"))
+                for f, names in _imports_in_source(package).items()}
+        assert {f: n for f, n in lazy.items() if n} == {}, package  # not even inside a function
+
+
+def test_data_never_imports_publish_or_later_stages():
+    result = _walk("beirx.data")
+    assert "beirx.data.hub_source" in result["walked"]
+    later = ("beirx.publish", "beirx.evaluate", "beirx.translate", "beirx.models")
+    assert [m for m in result["modules"] if m.startswith(later)] == []
+    lazy = {f: sorted(n for n in names if n.startswith(later)) for f, names in _imports_in_source("beirx.data").items()}
+    assert {f: n for f, n in lazy.items() if n} == {}
+
+
+def test_models_layer_imports_no_stage():
+    result = _walk("beirx.models")
+    assert "beirx.models.embeddings_cache" in result["walked"]
+    stages = ("beirx.publish", "beirx.evaluate", "beirx.translate")
+    assert [m for m in result["modules"] if m.startswith(stages)] == []
+    lazy = {f: sorted(n for n in names if n.startswith(stages)) for f, names in _imports_in_source("beirx.models").items()}
+    assert {f: n for f, n in lazy.items() if n} == {}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"]])
+def test_help_imports_no_heavy_library(argv):
+    code = ("import json, runpy, sys\n"
+            f"sys.argv = ['beirx', *{argv!r}]\n"
+            "try:\n    runpy.run_module('beirx', run_name='__main__')\n"
+            "except SystemExit as exc:\n    assert exc.code in (0, None), exc.code\n"
+            "print(json.dumps({'modules': sorted(sys.modules)}))")
+    modules = set(_fresh_import(code)["modules"])
+    assert not modules & {"torch", "transformers", "sentence_transformers"}
+
+
+def test_models_package_import_is_light():
+    modules = set(_fresh_import("import json, sys, beirx.models; print(json.dumps({'modules': sorted(sys.modules)}))")
+                  ["modules"])
+    assert not modules & {"torch", "transformers", "sentence_transformers", "numpy", "huggingface_hub"}
+
+
+# -- one revision ----------------------------------------------------------------------------------------
+class Pack:
+    code = "en"
+
+
+def test_same_sentence_transformers_folder_same_revision_in_dense_and_quality(e5_small):
+    pytest.importorskip("sentence_transformers")
+    from beirx.evaluate.retrievers.dense import DenseRetriever
+    from beirx.models.files import folder_checksum, model_revision
+    from beirx.translate.similarity import PairEncoder
+
+    dense = DenseRetriever(Pack(), model=str(e5_small), show_progress=False).describe()["revision"]
+    quality = PairEncoder(str(e5_small), show_progress=False).describe()["revision"]
+    assert dense == quality == model_revision(str(e5_small)) == folder_checksum(e5_small)
+    assert dense.startswith("sha256:") and len(dense) == len("sha256:") + 64
+
+
+@pytest.fixture(scope="module")
+def tiny_marian_folder(tmp_path_factory):
+    """A random-weight Marian model with a word-level vocabulary (enough for an identity check)."""
+    pytest.importorskip("sentencepiece")
+    transformers = pytest.importorskip("transformers")
+    import sentencepiece as spm
+    import torch
+
+    work = tmp_path_factory.mktemp("marian")
+    (work / "text.txt").write_text("\n".join(f"the cat {w} the dog" for w in "abcdefghij" * 30), encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(work / "text.txt"), model_prefix=str(work / "spm"), vocab_size=16,
+                                   model_type="unigram", bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for i in range(sp.get_piece_size()):
+        vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    vocab["<pad>"] = len(vocab)
+    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    tokenizer = transformers.MarianTokenizer(vocab=str(work / "vocab.json"), source_spm=str(work / "spm.model"),
+                                             target_spm=str(work / "spm.model"), model_max_length=16)
+    torch.manual_seed(0)
+    config = transformers.MarianConfig(vocab_size=len(vocab), d_model=8, encoder_layers=1, decoder_layers=1,
+                                       encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=8,
+                                       decoder_ffn_dim=8, max_position_embeddings=16, pad_token_id=vocab["<pad>"],
+                                       eos_token_id=0, decoder_start_token_id=vocab["<pad>"])
+    folder = work / "opus-mt-tiny-en-es"
+    transformers.MarianMTModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "README.md").write_text("a model card", encoding="utf-8")
+    return folder
+
+
+def test_same_translation_folder_same_revision_in_results_and_manifest(tiny_marian_folder):
+    """A results document records the dense retriever's describe(); a manifest records the translator's."""
+    pytest.importorskip("sentence_transformers")
+    from beirx.evaluate.retrievers.dense import DenseRetriever
+    from beirx.translate.backends.hf import HFTranslator
+
+    translator = HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1, device="cpu")
+    retriever = DenseRetriever(Pack(), model=str(tiny_marian_folder), show_progress=False)  # describe() loads nothing
+    assert translator.describe()["revision"] == retriever.describe()["revision"]
+    before = translator.describe()["revision"]
+    (tiny_marian_folder / "README.md").write_text("edited card", encoding="utf-8")  # not the weights
+    assert HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1).describe()["revision"] == before
+
+
+def test_ctranslate2_records_the_source_folder_revision(tiny_marian_folder):
+    pytest.importorskip("ctranslate2")
+    from beirx.models.files import model_revision
+    from beirx.translate.backends.ctranslate2 import CT2Translator
+
+    ct2 = CT2Translator("en", "es", str(tiny_marian_folder), beam_size=1, device="cpu")
+    assert ct2.describe()["revision"] == model_revision(str(tiny_marian_folder))
+
+
+# -- one device rule ---------------------------------------------------------------------------------------
+def test_device_choice():
+    from beirx.models.device import choose_device
+
+    assert choose_device(None, cuda_available=lambda: False) == "cpu"
+    assert choose_device("auto", cuda_available=lambda: True) == "cuda"
+    assert choose_device("CPU", cuda_available=lambda: True) == "cpu"
+    assert choose_device("cuda:1", cuda_available=lambda: True) == "cuda:1"
+    with pytest.raises(BeirxError, match="invalid device 'gpu0'.*cpu, cuda"):
+        choose_device("gpu0")
+    with pytest.raises(BeirxError, match="'cuda' requested but CUDA is not available"):
+        choose_device("cuda", cuda_available=lambda: False)
+
+
+def test_backends_validate_the_device_before_loading(tiny_marian_folder, e5_small):
+    from beirx.evaluate.rerankers.inference import torch_device
+    from beirx.evaluate.retrievers.dense import DenseRetriever
+    from beirx.translate.backends.hf import HFTranslator
+
+    torch = pytest.importorskip("torch")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert torch_device(None) == torch.device(expected)
+    assert HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1).device == expected
+    for build in (lambda: torch_device("tpu"),
+                  lambda: HFTranslator("en", "es", str(tiny_marian_folder), device="tpu"),
+                  lambda: DenseRetriever(Pack(), model=str(e5_small), device="tpu")):
+        with pytest.raises(BeirxError, match="invalid device 'tpu'"):
+            build()
+
+
+# -- one cache of loaded models ----------------------------------------------------------------------------
+def test_loaded_model_cache_loads_once_per_key():
+    from beirx.models import loaded
+
+    calls = []
+    loaded.clear()
+    first = loaded.cached(("kind", "folder", "cpu"), lambda: calls.append(1) or object())
+    assert loaded.cached(("kind", "folder", "cpu"), lambda: calls.append(2) or object()) is first
+    other = loaded.cached(("kind", "folder", "cuda"), lambda: calls.append(3) or object())
+    assert other is not first and calls == [1, 3]
+    loaded.clear()
+    assert loaded.cached(("kind", "folder", "cpu"), lambda: calls.append(4) or object()) is not first
+    assert calls == [1, 3, 4]
+    loaded.clear()
+
+
+def test_dense_and_quality_share_one_loaded_model(e5_small):
+    pytest.importorskip("sentence_transformers")
+    from beirx.evaluate.retrievers.dense import DenseRetriever
+    from beirx.models import loaded
+    from beirx.translate.similarity import PairEncoder
+
+    loaded.clear()
+    dense = DenseRetriever(Pack(), model=str(e5_small), show_progress=False)
+    encoder = PairEncoder(str(e5_small), show_progress=False)
+    if dense.precision != "float32":
+        pytest.skip("on CUDA the dense retriever loads fp16 weights, a different entry")
+    assert dense.model() is encoder._load()
+    loaded.clear()
