@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
+from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.runs import Run, ranked
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Reranker(ABC):
         """One relevance score per document, in the given order."""
         return self._scores([(query, doc) for doc in docs])
 
-    def rerank(self, queries: dict[str, Query], corpus: dict[str, Doc], first_stage: Run, depth: int = 100) -> Run:
+    def rerank(self, queries: dict[str, Query], corpus: dict[str, Doc], first_stage: Run, depth: int = RERANK_DEPTH) -> Run:
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
 
         Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
