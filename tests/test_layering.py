@@ -128,30 +128,11 @@ def test_same_sentence_transformers_folder_same_revision_in_dense_and_quality(e5
 def tiny_marian_folder(tmp_path_factory):
     """A random-weight Marian model with a word-level vocabulary (enough for an identity check)."""
     pytest.importorskip("sentencepiece")
-    transformers = pytest.importorskip("transformers")
-    import sentencepiece as spm
-    import torch
+    pytest.importorskip("transformers")
+    from tiny_models import build_tiny_marian
 
     work = tmp_path_factory.mktemp("marian")
-    (work / "text.txt").write_text("\n".join(f"the cat {w} the dog" for w in "abcdefghij" * 30), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(work / "text.txt"), model_prefix=str(work / "spm"), vocab_size=16,
-                                   model_type="unigram", bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1, minloglevel=2)
-    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
-    vocab = {"</s>": 0, "<unk>": 1}
-    for i in range(sp.get_piece_size()):
-        vocab.setdefault(sp.id_to_piece(i), len(vocab))
-    vocab["<pad>"] = len(vocab)
-    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = transformers.MarianTokenizer(vocab=str(work / "vocab.json"), source_spm=str(work / "spm.model"),
-                                             target_spm=str(work / "spm.model"), model_max_length=16)
-    torch.manual_seed(0)
-    config = transformers.MarianConfig(vocab_size=len(vocab), d_model=8, encoder_layers=1, decoder_layers=1,
-                                       encoder_attention_heads=1, decoder_attention_heads=1, encoder_ffn_dim=8,
-                                       decoder_ffn_dim=8, max_position_embeddings=16, pad_token_id=vocab["<pad>"],
-                                       eos_token_id=0, decoder_start_token_id=vocab["<pad>"])
-    folder = work / "opus-mt-tiny-en-es"
-    transformers.MarianMTModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    folder = build_tiny_marian(work, [f"the cat {w} the dog" for w in "abcdefghij" * 30], vocab_size=16, max_length=16)
     (folder / "README.md").write_text("a model card", encoding="utf-8")
     return folder
 

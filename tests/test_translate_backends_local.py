@@ -33,35 +33,14 @@ FIXED = {"beam_size": 1, "max_new_tokens": 4, "min_new_tokens": 4}
 
 @pytest.fixture(scope="session")
 def tiny_marian(tmp_path_factory) -> Path:
-    import sentencepiece as spm
-    import torch
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from tiny_models import build_tiny_marian
 
-    work = tmp_path_factory.mktemp("tiny_marian")
     rng = random.Random(0)
     lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) + rng.choice(".!? ") for _ in range(1500)]
-    (work / "text.txt").write_text("\n".join(lines), encoding="utf-8")
-    spm.SentencePieceTrainer.train(input=str(work / "text.txt"), model_prefix=str(work / "spm"), vocab_size=48,
-                                   model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0,
-                                   pad_id=-1, minloglevel=2)
-    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
-    vocab = {"</s>": 0, "<unk>": 1}
-    for i in range(sp.get_piece_size()):
-        vocab.setdefault(sp.id_to_piece(i), len(vocab))
-    vocab["<pad>"] = len(vocab)
-    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = MarianTokenizer(vocab=str(work / "vocab.json"), source_spm=str(work / "spm.model"),
-                                target_spm=str(work / "spm.model"), model_max_length=LIMIT)
-    torch.manual_seed(0)
-    config = MarianConfig(vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1,
-                          encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
-                          decoder_ffn_dim=32, max_position_embeddings=LIMIT, pad_token_id=vocab["<pad>"],
-                          eos_token_id=0, decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=0,
-                          init_std=1.0)  # large weights: outputs depend on the input
-    model_dir = work / "opus-mt-tiny-en-es"
-    MarianMTModel(config).save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
-    return model_dir
+    # large initial weights: outputs depend on the input
+    return build_tiny_marian(tmp_path_factory.mktemp("tiny_marian"), lines, vocab_size=48, max_length=LIMIT, d_model=16,
+                             encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                             decoder_ffn_dim=32, forced_eos_token_id=0, init_std=1.0)
 
 
 LONG = "the big whale sings in the ocean at night and the small bird sings in the cell of the study."
