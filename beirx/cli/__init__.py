@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish": ("beirx.cli.publish", "export/push datasets and results to the Hugging Face Hub"),
     "mteb": ("beirx.cli.mteb", "register a dataset as an MTEB task; MTEB-format results"),
     "schema": ("beirx.cli.schema", "print the JSON Schema of the results, manifest or quality file format"),
+    "report": ("beirx.cli.report", "tables, significance tests, efficiency and plots from results (Markdown, LaTeX, HTML)"),
 }
 
 

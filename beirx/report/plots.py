@@ -1,0 +1,170 @@
+"""The report's figures (matplotlib, PNG and SVG): source vs target per dataset (grouped bars), per-query
+source vs target scatter, systems x datasets heat map, effectiveness vs latency (BEIR's Figure), and
+translation quality vs drop.
+
+Figures are built with matplotlib's object API (``matplotlib.figure.Figure``, rendered by the Agg/SVG
+canvases), so nothing touches pyplot's global state or needs a display.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from beirx.errors import require
+from beirx.report.groups import columns, language_pairs, system_order
+from beirx.report.load import Result
+from beirx.report.quality_drop import QualityDrop
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    title: str
+    png: Path
+    svg: Path
+
+
+def _figure(width: float, height: float):
+    matplotlib = require("matplotlib", "report", "report plots")
+    matplotlib.rcParams["svg.hashsalt"] = "beirx"  # stable element IDs: identical input, identical SVG
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _save(fig, out_dir: Path, name: str, title: str) -> Plot:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
+    fig.savefig(png, dpi=110, metadata={"Software": None})
+    fig.savefig(svg, metadata={"Date": None, "Creator": None})
+    return Plot(name, title, png, svg)
+
+
+def language_bars(results: list[Result], metric: str, out_dir: Path) -> Plot | None:
+    """Grouped bars: one group per dataset and system, one bar per language pair."""
+    groups = [(f, s, l) for f, s in dict.fromkeys((r.family, r.split) for r in results)
+              for l in system_order([r for r in results if r.family == f and r.split == s])]
+    pairs = list(dict.fromkeys(c.pair for c in columns(results)))
+    if len(pairs) < 2:
+        return None
+    by = {(r.family, r.split, r.label, r.pair): r.metric(metric) for r in results}
+    fig = _figure(max(6.0, 1.1 * len(groups) * len(pairs) / 2 + 2), 4.2)
+    ax = fig.add_subplot()
+    width = 0.8 / len(pairs)
+    x = np.arange(len(groups))
+    for i, pair in enumerate(pairs):
+        values = [by.get((f, s, l, pair)) for f, s, l in groups]
+        heights = [np.nan if v is None else v for v in values]
+        bars = ax.bar(x + (i - (len(pairs) - 1) / 2) * width, heights, width, label=pair)
+        ax.bar_label(bars, fmt="%.3f", fontsize=7, padding=1)
+    ax.set_xticks(x, [f"{f}\n{l}" for f, s, l in groups], fontsize=8)
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric}: source vs target language per dataset and system")
+    ax.legend(title="languages", fontsize=8)
+    return _save(fig, out_dir, "languages_bars", "Source vs target language")
+
+
+def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_language: str | None = None
+                      ) -> Plot | None:
+    """Per-query source vs target metric, one panel per dataset and system, one colour per target."""
+    pairs = language_pairs(results, source_language)
+    panels = list(dict.fromkeys((s.family, s.split, s.label) for s, _ in pairs))
+    if not panels:
+        return None
+    ncols = min(4, len(panels))
+    nrows = (len(panels) + ncols - 1) // ncols
+    fig = _figure(3.2 * ncols, 3.2 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, (family, split, label) in zip(axes.flat, panels):
+        for source, target in pairs:
+            if (source.family, source.split, source.label) != (family, split, label):
+                continue
+            src, tgt = source.per_query_metric(metric), target.per_query_metric(metric)
+            qids = sorted(set(src) & set(tgt))
+            ax.scatter([src[q] for q in qids], [tgt[q] for q in qids], s=9, alpha=0.5, label=target.pair)
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
+        ax.set_title(f"{family}: {label}", fontsize=9)
+        ax.set_xlabel(f"{metric} ({source.pair})", fontsize=8)
+        ax.set_ylabel(f"{metric} (target)", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    return _save(fig, out_dir, "per_query_scatter", "Per-query source vs target")
+
+
+def heatmap(results: list[Result], metric: str, out_dir: Path, baseline: str | None = None) -> Plot | None:
+    cols = columns(results)
+    labels = system_order(results, baseline)
+    by = {(r.family, r.pair, r.split, r.label): r.metric(metric) for r in results}
+    grid = np.array([[by.get((c.family, c.pair, c.split, l)) or np.nan for c in cols] for l in labels], dtype=float)
+    if grid.size == 0 or np.all(np.isnan(grid)):
+        return None
+    fig = _figure(1.6 + 1.3 * len(cols), 1.2 + 0.45 * len(labels))
+    ax = fig.add_subplot()
+    image = ax.imshow(grid, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(cols)), [c.label for c in cols], rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    mid = np.nanmean(grid)
+    for i in range(len(labels)):
+        for j in range(len(cols)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.3f}", ha="center", va="center", fontsize=8,
+                        color="black" if grid[i, j] > mid else "white")
+    fig.colorbar(image, ax=ax, label=metric)
+    ax.set_title(f"{metric}: systems x datasets")
+    return _save(fig, out_dir, "systems_heatmap", "Systems x datasets")
+
+
+def effectiveness_vs_latency(results: list[Result], metric: str, out_dir: Path) -> Plot | None:
+    """Metric against per-query latency: the stored p50 when recorded, else search time per query."""
+    points = []
+    measured = any("latency_ms_p50" in r.efficiency for r in results)
+    for r in results:
+        eff = r.efficiency
+        if measured:
+            latency = eff.get("latency_ms_p50")
+        else:
+            seconds, n = eff.get("search_seconds"), eff.get("num_queries") or r.num_queries
+            latency = 1000 * seconds / n if seconds and n else None
+        if latency and r.metric(metric) is not None:
+            points.append((latency, r.metric(metric), r))
+    if not points:
+        return None
+    fig = _figure(6.0, 4.2)
+    ax = fig.add_subplot()
+    for label in dict.fromkeys(p[2].label for p in points):
+        mine = [p for p in points if p[2].label == label]
+        ax.scatter([p[0] for p in mine], [p[1] for p in mine], label=label, s=30)
+        for x, y, r in mine:
+            ax.annotate(r.pair, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency per query, p50 (ms)" if measured else "search time per query (ms; batch search / queries)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} vs latency")
+    ax.legend(fontsize=8)
+    return _save(fig, out_dir, "effectiveness_latency", "Effectiveness vs latency")
+
+
+def quality_vs_drop(items: list[QualityDrop], out_dir: Path) -> Plot | None:
+    if not items:
+        return None
+    ncols = min(4, len(items))
+    nrows = (len(items) + ncols - 1) // ncols
+    fig = _figure(3.4 * ncols, 3.2 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax, item in zip(axes.flat, items):
+        rho, _ = item.correlation("spearman")
+        ax.scatter(item.similarity, item.drop, s=9, alpha=0.5)
+        ax.axhline(0, color="grey", linewidth=0.8)
+        ax.set_title(f"{item.source.label} {item.target.pair} (ρ = {rho:+.2f})", fontsize=9)
+        ax.set_xlabel("query translation similarity", fontsize=8)
+        ax.set_ylabel(f"{item.metric} drop (source − target)", fontsize=8)
+    for ax in list(axes.flat)[len(items):]:
+        ax.set_visible(False)
+    return _save(fig, out_dir, "quality_vs_drop", "Translation quality vs drop")

@@ -1,0 +1,57 @@
+"""Provenance of every number: each results document (and translation) a cell is computed from gets a
+number; cells carry the numbers, and the report lists what each number is (results file, dataset
+checksums, model revisions, versions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from beirx.report.load import Result
+from beirx.report.translations import Translation
+
+
+@dataclass
+class Source:
+    number: int
+    what: str
+    file: str | None
+    details: dict[str, str]
+
+
+@dataclass
+class Sources:
+    items: list[Source] = field(default_factory=list)
+    _index: dict[int, int] = field(default_factory=dict)
+
+    def _add(self, key: int, what: str, file: str | None, details: dict[str, str]) -> int:
+        if key not in self._index:
+            self.items.append(Source(len(self.items) + 1, what, file, details))
+            self._index[key] = len(self.items)
+        return self._index[key]
+
+    def result(self, row: Result) -> int:
+        details = {"dataset": f"{row.family} [{row.pair}/{row.split}]", "system": row.label,
+                   "dataset checksum": row.dataset_checksum or "–"}
+        if row.query_checksum:
+            details["query dataset checksum"] = row.query_checksum
+        models = row.model_revisions()
+        if models:
+            details["model revisions"] = ", ".join(models)
+        if row.versions.get("beirx"):
+            details["beirx"] = row.versions["beirx"]
+        if row.created:
+            details["created"] = row.created
+        return self._add(id(row), "results", row.path, details)
+
+    def translation(self, translation: Translation) -> int:
+        details = {"translator": str(translation.lookup("translator.backend", "translator") or "–"),
+                   "model": str(translation.lookup("translator.model") or "–"),
+                   "model revision": str(translation.lookup("translator.revision") or "–"),
+                   "source checksum": str(translation.lookup("source.checksum") or "–")}
+        if translation.quality_path:
+            encoder = translation.quality.get("encoder") or {}
+            details["quality report"] = translation.quality_path
+            details["quality encoder"] = f"{encoder.get('model', '–')}@{encoder.get('revision', '–')}"
+            details["translated checksum"] = str((translation.quality.get("translated") or {}).get("checksum", "–"))
+        return self._add(id(translation), "translation", translation.folder, details)
