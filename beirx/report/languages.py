@@ -45,14 +45,15 @@ def languages_table(results: list[Result], metrics: list[str], sources: Sources,
                       Cell(None if s is None or t is None else t - s, "diff", mark, sources=refs),
                       Cell(_share(t, s), "share", sources=refs)]
         table.rows.append(cells)
-    table.rows += _averages(rows, metrics)
+    table.rows += _averages(rows, metrics, sources)
     table.caption = (f"Source- and target-language {', '.join(metrics)}; Δ = target − source, retained = "
                      f"target / source. † = {describe_test(options)}, target vs source. {PAIRING_RULE}. "
                      "Average rows: mean over datasets of each system and target.")
     return table, comparisons
 
 
-def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list[str]) -> list[list[Cell]]:
+def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list[str], sources: Sources
+              ) -> list[list[Cell]]:
     out = []
     labels = system_order([s for s, _, _ in rows])
     targets = list(dict.fromkeys(t.pair for _, t, _ in rows))
@@ -62,6 +63,8 @@ def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list
             if not group:
                 continue
             cells = [Cell(f"Average ({len(group)})"), Cell(label), Cell(group[0][0].pair), Cell(pair)]
+            src_refs = tuple(sources.result(s) for s, _ in group)
+            tgt_refs = tuple(sources.result(t) for _, t in group)
             for metric in metrics:
                 src = [s.metric(metric) for s, _ in group]
                 tgt = [t.metric(metric) for _, t in group]
@@ -69,6 +72,8 @@ def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list
                     cells += [Cell(None, "metric")] * 4
                     continue
                 ms, mt = sum(src) / len(src), sum(tgt) / len(tgt)
-                cells += [Cell(ms, "metric"), Cell(mt, "metric"), Cell(mt - ms, "diff"), Cell(_share(mt, ms), "share")]
+                cells += [Cell(ms, "metric", sources=src_refs), Cell(mt, "metric", sources=tgt_refs),
+                          Cell(mt - ms, "diff", sources=src_refs + tgt_refs),
+                          Cell(_share(mt, ms), "share", sources=src_refs + tgt_refs)]
             out.append(cells)
     return out

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from beirx.errors import require
+
 from beirx.report.groups import language_pairs
 from beirx.report.load import Result
 from beirx.report.sources import Sources
@@ -39,7 +41,7 @@ class QualityDrop:
 
     def correlation(self, kind: str) -> tuple[float, float]:
         """(coefficient, two-sided p) of similarity against drop; NaN when either side is constant."""
-        from scipy import stats
+        stats = require("scipy.stats", "report", "significance tests and correlations")
 
         if len(self.qids) < 3 or np.ptp(self.similarity) == 0 or np.ptp(self.drop) == 0:
             return math.nan, math.nan

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from beirx.errors import require
+
 PAIRING_RULE = ("Tests are paired over the judged queries both sides share (a judged query a run retrieved "
                 "nothing for scores 0, as in beirx's evaluation); queries judged on one side only are dropped "
                 "and counted")
@@ -49,7 +51,7 @@ def pair_scores(left: dict[str, float], right: dict[str, float]) -> Paired:
 
 def t_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided paired t-test p-value of ``b`` against ``a``; 1.0 when every difference is zero."""
-    from scipy import stats
+    stats = require("scipy.stats", "report", "significance tests")
 
     if len(a) < 2:
         return float("nan")
@@ -63,7 +65,7 @@ def _mean_difference(x, y, axis=-1):
 
 def randomization_test(a: np.ndarray, b: np.ndarray, permutations: int = 10_000, seed: int = 0) -> float:
     """Two-sided paired randomization test p-value of the mean difference ``b - a``."""
-    from scipy import stats
+    stats = require("scipy.stats", "report", "significance tests")
 
     if len(a) == 0:
         return float("nan")
@@ -76,7 +78,7 @@ def randomization_test(a: np.ndarray, b: np.ndarray, permutations: int = 10_000,
 def bootstrap_ci(a: np.ndarray, b: np.ndarray, resamples: int = 10_000, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float]:
     """Paired bootstrap (BCa) confidence interval of the mean difference ``b - a``."""
-    from scipy import stats
+    stats = require("scipy.stats", "report", "significance tests")
 
     diff = b - a
     if len(diff) < 2 or np.all(diff == diff[0]):  # no spread: the interval is the point

@@ -50,7 +50,7 @@ def systems_table(results: list[Result], sources: Sources, *, options) -> tuple[
                   numeric=[False] + [True] * (2 * len(cols) + 2))
     for label in labels:
         cells = [Cell(label + (" (baseline)" if label == baseline else ""))]
-        values, wins, compared = [], 0, 0
+        values, wins, compared, refs_all = [], 0, 0, ()
         for col in cols:
             row, base = get(label, col), get(baseline, col)
             value = row.metric(metric) if row else None
@@ -67,8 +67,9 @@ def systems_table(results: list[Result], sources: Sources, *, options) -> tuple[
                 wins += value > base_value
             if value is not None:
                 values.append(value)
+                refs_all += refs[:1]
         average = sum(values) / len(values) if len(values) == len(cols) else None
-        cells.append(Cell(average, "metric"))
+        cells.append(Cell(average, "metric", sources=refs_all))
         cells.append(Cell(None if label == baseline else f"{wins}/{compared}"))
         table.rows.append(cells)
     table.caption = (f"{metric} of every system on every dataset (language pair in brackets; \"q2c\" = queries in q on "

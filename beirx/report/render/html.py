@@ -13,11 +13,11 @@ from beirx.report.sources import Sources
 from beirx.report.table import Cell, Table
 
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1200px;
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1400px;
 color:#1b1f23;padding:0 1rem;line-height:1.4}
 h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px solid #d0d7de}
-table{border-collapse:collapse;margin:.8rem 0;font-size:.86rem;font-variant-numeric:tabular-nums}
-th,td{padding:.28rem .55rem;border-bottom:1px solid #e4e7eb;text-align:left;white-space:nowrap}
+table{border-collapse:collapse;margin:.8rem 0;font-size:.8rem;font-variant-numeric:tabular-nums}
+th,td{padding:.25rem .45rem;border-bottom:1px solid #e4e7eb;text-align:left;white-space:nowrap}
 th{background:#f3f5f7;cursor:pointer;user-select:none;border-bottom:2px solid #8c959f}
 th.num,td.num{text-align:right}th:after{content:" \\2195";color:#8c959f;font-size:.75em}
 th.asc:after{content:" \\25B2"}th.desc:after{content:" \\25BC"}
