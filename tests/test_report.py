@@ -21,7 +21,7 @@ from beirx.report.load import load_results
 from beirx.report.render.latex import table_latex
 from beirx.report.render.markdown import table_markdown
 from beirx.report.significance import bootstrap_ci, compare, holm, randomization_test, t_test
-from report_docs import SCORES, SIMILARITY, translated_folder, write_all
+from report_docs import SCORES, SIMILARITY, document, translated_folder, write_all
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -192,10 +192,10 @@ def test_significant_differences_are_marked(tmp_path):
     folder.mkdir()
     base = [0.1, 0.2, 0.15, 0.3, 0.05, 0.4, 0.25, 0.1, 0.2, 0.35, 0.3, 0.15]
     for label, scores in (("bm25", base), ("better", [s + 0.3 + 0.01 * i for i, s in enumerate(base)])):
-        doc = {"schema": "beirx.results/2", "dataset": {"name": "d", "language": "en", "split": "test"},
-               "system": {"label": label, "description": {"retriever": label}},
-               "metrics": {"NDCG@10": float(np.mean(scores))},
-               "per_query": {f"q{i}": {"NDCG@10": s} for i, s in enumerate(scores)}}
+        doc = document("bm25", "en")
+        doc["system"].update(label=label, tag=label)
+        doc["metrics"] = {"NDCG@10": float(np.mean(scores))}
+        doc["per_query"] = {f"q{i}": {"NDCG@10": s} for i, s in enumerate(scores)}
         (folder / f"{label}.json").write_text(json.dumps(doc))
     report = build_report([folder], tmp_path / "out", permutations=10_000, plots=False)
     row = report.tables["systems"].rows[1]
@@ -205,8 +205,6 @@ def test_significant_differences_are_marked(tmp_path):
 
 
 def test_results_v1_files_load_with_label_from_file_name(tmp_path):
-    from report_docs import document
-
     doc = document("bm25", "en")
     v1 = {"schema": "beirx.results/1", "dataset": {k: v for k, v in doc["dataset"].items() if k != "translated_from"},
           "system": {"retriever": "bm25", "fields": "flat"}, "metrics": doc["metrics"], "per_query": doc["per_query"],
@@ -229,6 +227,14 @@ def test_bad_inputs_name_the_file(tmp_path):
     with pytest.raises(DataError, match="not a beirx results document"):
         load_results([other])
     assert main(["report", str(bad), "--output", str(tmp_path / "out")]) == 2
+
+
+def test_clashing_labels_fall_back_to_tags(tmp_path):
+    for tag in ("bm25flat", "bm25mf"):
+        doc = document("bm25", "en")
+        doc["system"]["tag"] = tag
+        (tmp_path / f"{tag}.json").write_text(json.dumps(doc))
+    assert sorted(r.label for r in load_results([tmp_path])) == ["bm25flat", "bm25mf"]
 
 
 def test_duplicate_cells_are_refused(tmp_path):

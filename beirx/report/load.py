@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ class Result:
     query_language: str
     label: str
     kind: str
+    tag: str | None
     description: dict[str, Any]
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
@@ -111,8 +112,7 @@ def load_results(inputs: Iterable[Any]) -> list[Result]:
             rows.append(from_dict(item.to_dict(), str(source) if source else None))
         else:
             raise TypeError(f"not a results path or document: {item!r}")
-    _check_unique(rows)
-    return rows
+    return _unique(rows)
 
 
 def _read(path: Path, strict: bool) -> Result | None:
@@ -199,7 +199,7 @@ def from_dict(data: dict[str, Any], source: str | None) -> Result:
     system = _need(data, "system", source)
     if schema == "beirx.results/1":
         description = system
-        label = _v1_label(source, family, pair, split, description)
+        label = tag = _v1_label(source, family, pair, split, description)
         kind = _v1_kind(description)
         efficiency = _v1_efficiency(data.get("timings_seconds") or {}, num_queries)
         translated_from = (_manifest_source_language(query_ds.get("source"))
@@ -207,12 +207,13 @@ def from_dict(data: dict[str, Any], source: str | None) -> Result:
     else:
         description = system.get("description") or {}
         label = str(_need(data, "system.label", source))
+        tag = system.get("tag")
         kind = str(system.get("kind") or _v1_kind(description))
         efficiency = {k: v for k, v in (data.get("efficiency") or {}).items() if v is not None}
         translated_from = query_ds.get("translated_from") or dataset.get("translated_from")
     return Result(
         family=family, split=split, corpus_language=corpus_lang, query_language=query_lang, label=label, kind=kind,
-        description=description, metrics={k: float(v) for k, v in metrics.items()},
+        tag=tag, description=description, metrics={k: float(v) for k, v in metrics.items()},
         per_query={str(q): {k: float(v) for k, v in s.items()} for q, s in per_query.items()},
         path=source, created=data.get("created"), dataset_source=dataset.get("source"),
         dataset_checksum=dataset.get("checksum"), query_source=query_ds.get("source"),
@@ -220,13 +221,23 @@ def from_dict(data: dict[str, Any], source: str | None) -> Result:
         efficiency=efficiency, versions=data.get("versions") or {})
 
 
-def _check_unique(rows: list[Result]) -> None:
-    """Two documents for the same cell would make every table ambiguous: refuse, naming both files."""
+def _unique(rows: list[Result]) -> list[Result]:
+    """One result per (family, pair, split, label). Systems whose labels collide (e.g. two BM25 variants
+    both labelled "bm25" in upgraded old files) are named by their file tags instead; a collision that
+    remains makes every table ambiguous and is refused, naming both files."""
+    def key(row: Result) -> tuple:
+        return row.family, row.pair, row.split, row.label
+
+    counts: dict[tuple, int] = {}
+    for row in rows:
+        counts[key(row)] = counts.get(key(row), 0) + 1
+    clashing = {k[3] for k, n in counts.items() if n > 1}
+    rows = [replace(r, label=r.tag) if r.label in clashing and r.tag else r for r in rows]
     seen: dict[tuple, Result] = {}
     for row in rows:
-        key = (row.family, row.pair, row.split, row.label)
-        if key in seen:
+        if key(row) in seen:
             raise DataError(row.path or "<results document>",
                             f"{row.label} on {row.family} [{row.pair}/{row.split}] is also in "
-                            f"{seen[key].path or 'another document'}; give each system a distinct name")
-        seen[key] = row
+                            f"{seen[key(row)].path or 'another document'}; give each system a distinct name")
+        seen[key(row)] = row
+    return rows
