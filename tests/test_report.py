@@ -263,8 +263,9 @@ def test_markdown_tables_are_well_formed(report, tmp_path):
         assert len(widths) == 1, block  # every row has the header's number of cells
         assert re.fullmatch(r"\|(-{3}:?\|)+", block[1])
         assert all(line.endswith("|") for line in block)
-    assert table_markdown(report.tables["systems"]).splitlines()[0] == \
-        "| System | toy [en] | toy [en] Δ | toy [pl] | toy [pl] Δ | toy [pl2en] | toy [pl2en] Δ | Average | Wins vs bm25 |"
+    assert table_markdown(report.tables["systems"]).splitlines()[0] == (
+        "| System | toy [en] | toy [en] Δ | toy [pl] | toy [pl] Δ | toy [pl2en] | toy [pl2en] Δ | Average | "
+        "Wins vs bm25 |")
 
 
 def test_latex_is_balanced_booktabs(report, tmp_path):

@@ -17,7 +17,8 @@ def _share(target: float | None, source: float | None) -> float | None:
     return None if target is None or not source else target / source
 
 
-def languages_table(results: list[Result], metrics: list[str], sources: Sources, *, options) -> tuple[Table, list[Comparison]]:
+def languages_table(results: list[Result], metrics: list[str], sources: Sources, *,
+                    options) -> tuple[Table, list[Comparison]]:
     """The table and its comparisons (one per row and metric; Holm-corrected together)."""
     pairs = language_pairs(results, options.source_language)
     columns = ["Dataset", "System", "Source", "Target"]
