@@ -308,3 +308,18 @@ def test_cli_writes_every_format(tmp_path, capsys):
                  "figures/systems_heatmap.png", "figures/systems_heatmap.svg", "figures/languages_bars.svg",
                  "figures/per_query_scatter.png"):
         assert (out / name).is_file(), name
+
+
+def test_report_never_imports_evaluate_or_translate():
+    """report/ reads artifacts; it never reaches into the evaluate or translate stages (not even lazily)."""
+    import ast
+    from pathlib import Path
+
+    import beirx.report
+
+    package = Path(beirx.report.__file__).parent
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            assert not [n for n in names if n.startswith(("beirx.evaluate", "beirx.translate"))], path
