@@ -48,8 +48,8 @@ def _save(fig, out_dir: Path, name: str, title: str) -> Plot:
 
 def language_bars(results: list[Result], metric: str, out_dir: Path) -> Plot | None:
     """Grouped bars: one group per dataset and system, one bar per language pair."""
-    groups = [(f, s, l) for f, s in dict.fromkeys((r.family, r.split) for r in results)
-              for l in system_order([r for r in results if r.family == f and r.split == s])]
+    groups = [(family, split, label) for family, split in dict.fromkeys((r.family, r.split) for r in results)
+              for label in system_order([r for r in results if (r.family, r.split) == (family, split)])]
     pairs = list(dict.fromkeys(c.pair for c in columns(results)))
     if len(pairs) < 2:
         return None
@@ -59,11 +59,11 @@ def language_bars(results: list[Result], metric: str, out_dir: Path) -> Plot | N
     width = 0.8 / len(pairs)
     x = np.arange(len(groups))
     for i, pair in enumerate(pairs):
-        values = [by.get((f, s, l, pair)) for f, s, l in groups]
+        values = [by.get((family, split, label, pair)) for family, split, label in groups]
         heights = [np.nan if v is None else v for v in values]
         bars = ax.bar(x + (i - (len(pairs) - 1) / 2) * width, heights, width, label=pair)
         ax.bar_label(bars, fmt="%.3f", fontsize=7, padding=1)
-    ax.set_xticks(x, [f"{f}\n{l}" for f, s, l in groups], fontsize=8)
+    ax.set_xticks(x, [f"{family}\n{label}" for family, _, label in groups], fontsize=8)
     ax.set_ylabel(metric)
     ax.set_title(f"{metric}: source vs target language per dataset and system")
     ax.legend(title="languages", fontsize=8)
@@ -82,15 +82,15 @@ def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_
     fig = _figure(3.2 * ncols, 3.2 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, (family, split, label) in zip(axes.flat, panels):
-        for source, target in pairs:
-            if (source.family, source.split, source.label) != (family, split, label):
-                continue
+        mine = [(s, t) for s, t in pairs if (s.family, s.split, s.label) == (family, split, label)]
+        source = mine[0][0]
+        for _, target in mine:
             src, tgt = source.per_query_metric(metric), target.per_query_metric(metric)
             qids = sorted(set(src) & set(tgt))
             ax.scatter([src[q] for q in qids], [tgt[q] for q in qids], s=9, alpha=0.5, label=target.pair)
         ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8)
         ax.set_title(f"{family}: {label}", fontsize=9)
-        ax.set_xlabel(f"{metric} ({source.pair})", fontsize=8)
+        ax.set_xlabel(f"{metric} (source, {source.pair})", fontsize=8)
         ax.set_ylabel(f"{metric} (target)", fontsize=8)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
@@ -102,7 +102,7 @@ def heatmap(results: list[Result], metric: str, out_dir: Path, baseline: str | N
     cols = columns(results)
     labels = system_order(results, baseline)
     by = {(r.family, r.pair, r.split, r.label): r.metric(metric) for r in results}
-    grid = np.array([[by.get((c.family, c.pair, c.split, l)) or np.nan for c in cols] for l in labels], dtype=float)
+    grid = np.array([[by.get((c.family, c.pair, c.split, label)) for c in cols] for label in labels], dtype=float)
     if grid.size == 0 or np.all(np.isnan(grid)):
         return None
     fig = _figure(1.6 + 1.3 * len(cols), 1.2 + 0.45 * len(labels))
