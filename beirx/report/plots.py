@@ -161,7 +161,12 @@ def quality_vs_drop(items: list[QualityDrop], out_dir: Path) -> Plot | None:
     for ax, item in zip(axes.flat, items):
         rho, _ = item.correlation("spearman")
         ax.scatter(item.similarity, item.drop, s=9, alpha=0.5)
+        order = np.argsort(item.similarity, kind="stable")
+        quarters = [q for q in np.array_split(order, 4) if len(q)]
+        ax.plot([item.similarity[q].mean() for q in quarters], [item.drop[q].mean() for q in quarters],
+                color="tab:red", marker="o", label="mean per similarity quartile")
         ax.axhline(0, color="grey", linewidth=0.8)
+        ax.legend(fontsize=7)
         ax.set_title(f"{item.source.label} {item.target.pair} (ρ = {rho:+.2f})", fontsize=9)
         ax.set_xlabel("query translation similarity", fontsize=8)
         ax.set_ylabel(f"{item.metric} drop (source − target)", fontsize=8)
