@@ -6,8 +6,12 @@ computed on paper. Metrics are the per-query means, as beirx's evaluation writes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+
+from artifact_fixtures import quality_report, translation_manifest
+from beirx.artifacts import TranslationManifest
 
 QIDS = ["q1", "q2", "q3", "q4"]
 
@@ -56,19 +60,19 @@ def document(system: str, pair: str, translated: Path | None = None, efficiency:
 
 
 def translated_folder(root: Path, per_query_similarity: bool = True) -> Path:
-    """A translated dataset folder with translation.json and quality/quality.json (no data files needed)."""
+    """A translated dataset folder with a valid translation.json and quality/quality.json (no data files)."""
     folder = root / "toy-pl"
-    (folder / "quality").mkdir(parents=True)
-    (folder / "translation.json").write_text(json.dumps({
-        "format": 1, "source": {"name": "toy", "lang": "en", "checksum": "sha256:enchecksum"},
-        "target": {"lang": "pl"}, "translator": {"backend": "apertium", "model": "eng-pol", "revision": "r1"},
-        "counts": {"segments_total": 40, "segments_unique": 35}, "timings": {"translate": 2.5}}), encoding="utf-8")
-    quality = {"dataset": "toy-pl", "translated": {"path": str(folder), "lang": "pl", "checksum": "sha256:pl"},
-               "encoder": {"model": "toy-e5", "revision": "sha256:abc"},
-               "fields": {"queries": {"similarity": {"mean": mean(list(SIMILARITY.values()))}}}}
-    if per_query_similarity:
-        quality["per_query_similarity"] = SIMILARITY
-    (folder / "quality" / "quality.json").write_text(json.dumps(quality), encoding="utf-8")
+    manifest = translation_manifest(name="toy", src="en", tgt="pl", checksum="sha256:enchecksum",
+                                    translator={"backend": "apertium", "model": "eng-pol", "revision": "r1"})
+    manifest = dataclasses.replace(manifest, counts={"segments_total": 40, "segments_unique": 35},
+                                   timings={"translate": 2.5})
+    manifest.save(TranslationManifest.path_in(folder))
+    quality = quality_report(queries={"mean": mean(list(SIMILARITY.values())), "pairs": 4, "flagged_items": 0,
+                                      "target_share": 1.0})
+    quality = dataclasses.replace(
+        quality, translated=dataclasses.replace(quality.translated, path=str(folder), lang="pl"),
+        per_query_similarity=SIMILARITY if per_query_similarity else {})
+    quality.save(folder / "quality" / "quality.json")
     return folder
 
 

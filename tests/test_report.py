@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,28 +205,33 @@ def test_significant_differences_are_marked(tmp_path):
     assert sig[10].value == pytest.approx(2 / 4096, abs=1e-12)
 
 
-def test_results_v1_files_load_with_label_from_file_name(tmp_path):
-    doc = document("bm25", "en")
-    v1 = {"schema": "beirx.results/1", "dataset": {k: v for k, v in doc["dataset"].items() if k != "translated_from"},
-          "system": {"retriever": "bm25", "fields": "flat"}, "metrics": doc["metrics"], "per_query": doc["per_query"],
-          "evaluation": {"num_queries": 4}, "timings_seconds": {"index": 2.0, "search": 0.5}}
-    path = tmp_path / "toy-en-test-bm25flat.json"
-    path.write_text(json.dumps(v1))
-    (row,) = load_results([path])
-    assert (row.label, row.kind, row.pair) == ("bm25flat", "retriever", "en")
-    assert row.efficiency == {"index_seconds": 2.0, "search_seconds": 0.5, "num_queries": 4,
-                              "queries_per_second": 8.0}
+def test_results_v1_files_load_upgraded(tmp_path):
+    """A file written before beirx.results/2 (tests/data/before_v2): label, pair and efficiency from the upgrade."""
+    before = Path(__file__).parent / "data" / "before_v2" / "results_bm25.json"
+    (row,) = load_results([before])
+    assert (row.family, row.pair, row.split, row.label, row.kind) == ("tiny", "en", "test", "bm25", "retriever")
+    assert row.tag == "bm25-b_0.75-fields_multifield-k1_1.2"
+    assert row.efficiency == {"index_seconds": 0.2715, "search_seconds": 0.0021, "num_queries": 3,
+                              "queries_per_second": round(3 / 0.0021, 3)}
+    assert row.metric("NDCG@10") == json.loads(before.read_text())["metrics"]["NDCG@10"]
 
 
 def test_bad_inputs_name_the_file(tmp_path):
+    doc = document("bm25", "en")
+    del doc["dataset"]["split"]
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"schema": "beirx.results/2", "dataset": {"name": "d"}}))
-    with pytest.raises(DataError, match=r"bad\.json: missing field 'dataset.split'"):
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(DataError, match=r"bad\.json: field 'dataset.split': missing"):
         load_results([bad])
-    other = tmp_path / "summary.json"
+    with pytest.raises(DataError, match=r"bad\.json: field 'dataset.split': missing"):
+        load_results([tmp_path])  # a folder skips other JSON files, but not a broken results document
+    other = tmp_path / "other" / "summary.json"
+    other.parent.mkdir()
     other.write_text("[]")
-    with pytest.raises(DataError, match="not a beirx results document"):
+    with pytest.raises(DataError, match=r"summary\.json: expected a JSON object"):
         load_results([other])
+    with pytest.raises(DataError, match="no beirx results documents in this folder"):
+        load_results([other.parent])
     assert main(["report", str(bad), "--output", str(tmp_path / "out")]) == 2
 
 

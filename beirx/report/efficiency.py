@@ -45,27 +45,23 @@ def efficiency_table(results: list[Result], sources: Sources, baseline: str | No
 
 def translation_table(translations: list[Translation], sources: Sources) -> Table:
     columns_ = ["Dataset", "Languages", "Translator", "Characters", "Segments", "Unique segments", "Time (s)",
-                "Cost"]
+                "Cost (USD)"]
     table = Table("translation", "Translation cost", columns_, numeric=[False, False, False] + [True] * 5)
     for t in translations:
-        if not t.manifest:
+        manifest = t.manifest
+        if manifest is None:
             continue
         ref = (sources.translation(t),)
-        backend = t.lookup("translator.backend", "translator.name")
-        model = t.lookup("translator.model")
-        cost = t.lookup("cost.spent", "cost.actual", "cost.estimated", "cost.amount", "estimated_cost")
-        currency = t.lookup("cost.currency")
-        cells = [Cell(t.lookup("source.name") or t.folder),
-                 Cell(f"{t.lookup('source.lang') or '?'} → {t.lookup('target.lang') or '?'}"),
-                 Cell(" ".join(str(x) for x in (backend, model) if x) or None),
-                 Cell(t.lookup("counts.characters", "characters", "counts.source_characters"), "int", sources=ref),
-                 Cell(t.lookup("counts.segments_total"), "int", sources=ref),
-                 Cell(t.lookup("counts.segments_unique"), "int", sources=ref),
-                 Cell(t.lookup("timings.translate", "timings.total"), "seconds", sources=ref),
-                 Cell(f"{cost:.2f} {currency or ''}".strip() if isinstance(cost, (int, float)) else cost,
-                      sources=ref)]
+        counts = manifest.counts
+        cells = [Cell(manifest.family), Cell(f"{manifest.source_language} → {manifest.target_language}"),
+                 Cell(" ".join(x for x in (manifest.backend, manifest.model) if x) or None),
+                 Cell(counts.get("characters"), "int", sources=ref),
+                 Cell(counts.get("segments_total"), "int", sources=ref),
+                 Cell(counts.get("segments_unique"), "int", sources=ref),
+                 Cell(manifest.timings.get("translate", manifest.timings.get("total")), "seconds", sources=ref),
+                 Cell(manifest.translator.get("cost_usd"), "money", sources=ref)]
         table.rows.append(cells)
     table.caption = ("From each translated dataset's translation.json: characters sent to the translator, "
                      "segments (sentences) and unique segments, wall-clock translation time, and the money "
-                     "spent or estimated (– when the backend is free or it was not recorded).")
+                     "spent or estimated; – = not recorded in translation.json.")
     return table

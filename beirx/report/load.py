@@ -1,27 +1,25 @@
-"""Results documents in, the report's own rows out: the ONE place that knows the results file format.
+"""Results documents in, the report's own rows out: the ONE place that reads results files.
 
-Everything else in :mod:`beirx.report` works on :class:`Result` rows, so a change of the results format
-touches this module only. A folder argument contributes every results document below it (other JSON
-files there, such as ``summary.json`` or a quality report, are skipped); a file named explicitly must be
-a results document.
+Files are read as :class:`beirx.artifacts.results.ResultsDocument` (validated; ``beirx.results/1`` files are
+upgraded on read), and everything else in :mod:`beirx.report` works on :class:`Result` rows. A folder
+argument contributes every results document below it (other JSON files there, such as ``summary.json`` or
+a quality report, are skipped); a file named explicitly must be a results document.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.results import ResultsDocument
 from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
-
-SCHEMAS = ("beirx.results/1", "beirx.results/2")
-MANIFEST = "translation.json"  # written beside a translated dataset by ``beirx translate``
-
 
 @dataclass(frozen=True)
 class Result:
@@ -96,129 +94,52 @@ def load_results(inputs: Iterable[Any]) -> list[Result]:
         if isinstance(item, (str, Path)):
             path = Path(item)
             if path.is_dir():
-                files = sorted(p for p in path.rglob("*.json") if p.is_file())
-                found = [r for r in (_read(p, strict=False) for p in files) if r is not None]
+                found = [(p, ResultsDocument.load_if_any(p)) for p in sorted(path.rglob("*.json")) if p.is_file()]
+                found = [(p, doc) for p, doc in found if doc is not None]
                 if not found:
                     raise DataError(path, "no beirx results documents in this folder")
-                rows += found
+                rows += [from_document(doc, str(p)) for p, doc in found]
             elif path.is_file():
-                rows.append(_read(path, strict=True))
+                rows.append(from_document(ResultsDocument.load(path), str(path)))
             else:
                 raise DataError(path, "results file or folder not found")
         elif isinstance(item, dict):
-            rows.append(from_dict(item, None))
-        elif hasattr(item, "to_dict"):
-            source = getattr(item, "source", None)
-            rows.append(from_dict(item.to_dict(), str(source) if source else None))
+            rows.append(from_document(ResultsDocument.from_dict(item), None))
+        elif isinstance(item, ResultsDocument):
+            rows.append(from_document(item, None))
         else:
             raise TypeError(f"not a results path or document: {item!r}")
     return _unique(rows)
 
 
-def _read(path: Path, strict: bool) -> Result | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        if strict:
-            raise DataError(path, f"not readable as JSON: {exc}") from exc
-        log.warning("skipping %s: not readable as JSON (%s)", path, exc)
-        return None
-    if not (isinstance(data, dict) and data.get("schema") in SCHEMAS):
-        if strict:
-            raise DataError(path, f"not a beirx results document (schema must be one of {', '.join(SCHEMAS)})")
-        return None
-    return from_dict(data, str(path))
-
-
-def _need(data: dict, dotted: str, source: str | None) -> Any:
-    node: Any = data
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise DataError(source or "<results document>", f"missing field {dotted!r}")
-        node = node[part]
-    return node
-
-
-def _v1_label(path: str | None, family: str, pair: str, split: str, description: dict) -> str:
-    """beirx.results/1 has no label: it is the file-name tag after ``<dataset>-<languages>-<split>-``."""
-    prefix = f"{family.replace('/', '_')}-{pair}-{split}-"
-    if path and Path(path).stem.startswith(prefix):
-        return Path(path).stem[len(prefix):]
-    return str(description.get("retriever") or description.get("fusion") or "system")
-
-
-def _v1_kind(description: dict) -> str:
-    if "fusion" in description:
-        return "fusion"
-    if "reranker" in description:
-        return "rerank"
-    return "run_file" if description.get("retriever") == "run_file" else "retriever"
-
-
-def _v1_efficiency(timings: dict[str, float], num_queries: int | None) -> dict[str, Any]:
-    """What a beirx.results/1 file measured: index, encoding and search seconds of a single retriever."""
-    eff: dict[str, Any] = {}
-    for name, key in (("index", "index_seconds"), ("encode_corpus", "encode_seconds"), ("search", "search_seconds")):
-        if name in timings:
-            eff[key] = timings[name]
-    if eff.get("search_seconds") and num_queries:
-        eff["num_queries"] = num_queries
-        eff["queries_per_second"] = num_queries / eff["search_seconds"]
-    return eff
-
-
 def _manifest_source_language(folder: str | None) -> str | None:
-    """The source language recorded in a translated dataset's ``translation.json`` (None if untranslated)."""
-    if not folder or not (Path(folder) / MANIFEST).is_file():
+    """The source language in a dataset folder's ``translation.json`` (None for an untranslated folder)."""
+    if not folder or not Path(folder).is_dir():
         return None
     try:
-        manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-        return (manifest.get("source") or {}).get("lang") or "?"
-    except (OSError, ValueError, AttributeError):
-        return "?"
+        manifest = TranslationManifest.find(folder)
+    except DataError as exc:
+        log.warning("ignoring %s", exc)
+        return None
+    return manifest.source_language if manifest else None
 
 
-def from_dict(data: dict[str, Any], source: str | None) -> Result:
-    """One row from a parsed results document (schema 1 or 2); errors name the file and the field."""
-    schema = data.get("schema")
-    if schema not in SCHEMAS:
-        raise DataError(source or "<results document>", f"unknown schema {schema!r}; expected one of {SCHEMAS}")
-    dataset = _need(data, "dataset", source)
-    family = str(_need(data, "dataset.name", source))
-    split = str(_need(data, "dataset.split", source))
-    corpus_lang = str(_need(data, "dataset.language", source))
-    query_lang = str(dataset.get("query_language") or corpus_lang)
-    metrics = _need(data, "metrics", source)
-    per_query = data.get("per_query") or {}
-    if not isinstance(metrics, dict) or not isinstance(per_query, dict):
-        raise DataError(source or "<results document>", "'metrics' and 'per_query' must be objects")
-    query_ds = data.get("query_dataset") or {}
-    evaluation = data.get("evaluation") or {}
-    num_queries = evaluation.get("num_queries")
-    pair = corpus_lang if query_lang == corpus_lang else f"{query_lang}2{corpus_lang}"
-    system = _need(data, "system", source)
-    if schema == "beirx.results/1":
-        description = system
-        label = tag = _v1_label(source, family, pair, split, description)
-        kind = _v1_kind(description)
-        efficiency = _v1_efficiency(data.get("timings_seconds") or {}, num_queries)
-        translated_from = (_manifest_source_language(query_ds.get("source"))
-                           or _manifest_source_language(dataset.get("source")))
-    else:
-        description = system.get("description") or {}
-        label = str(_need(data, "system.label", source))
-        tag = system.get("tag")
-        kind = str(system.get("kind") or _v1_kind(description))
-        efficiency = {k: v for k, v in (data.get("efficiency") or {}).items() if v is not None}
-        translated_from = query_ds.get("translated_from") or dataset.get("translated_from")
+def from_document(doc: ResultsDocument, path: str | None) -> Result:
+    """One row from a results document (``beirx.results/1`` files arrive upgraded)."""
+    query = doc.query_dataset
+    translated_from = (query.translated_from if query else None) or doc.dataset.translated_from
+    if translated_from is None:  # upgraded beirx.results/1 files do not record it: ask the manifests
+        translated_from = (_manifest_source_language(query.source if query else None)
+                           or _manifest_source_language(doc.dataset.source))
+    efficiency = {k: v for k, v in dataclasses.asdict(doc.efficiency).items() if v is not None}
     return Result(
-        family=family, split=split, corpus_language=corpus_lang, query_language=query_lang, label=label, kind=kind,
-        tag=tag, description=description, metrics={k: float(v) for k, v in metrics.items()},
-        per_query={str(q): {k: float(v) for k, v in s.items()} for q, s in per_query.items()},
-        path=source, created=data.get("created"), dataset_source=dataset.get("source"),
-        dataset_checksum=dataset.get("checksum"), query_source=query_ds.get("source"),
-        query_checksum=query_ds.get("checksum"), translated_from=translated_from, num_queries=num_queries,
-        efficiency=efficiency, versions=data.get("versions") or {})
+        family=doc.family, split=doc.split, corpus_language=doc.corpus_language, query_language=doc.query_language,
+        label=doc.label, kind=doc.system.kind, tag=doc.system.tag, description=doc.system.description,
+        metrics=dict(doc.metrics), per_query=doc.per_query, path=path, created=doc.created,
+        dataset_source=doc.dataset.source, dataset_checksum=doc.dataset.checksum,
+        query_source=query.source if query else None, query_checksum=query.checksum if query else None,
+        translated_from=translated_from, num_queries=doc.num_queries, efficiency=efficiency,
+        versions=dict(doc.versions))
 
 
 def _unique(rows: list[Result]) -> list[Result]:

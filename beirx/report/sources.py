@@ -45,13 +45,13 @@ class Sources:
         return self._add(id(row), "results", row.path, details)
 
     def translation(self, translation: Translation) -> int:
-        details = {"translator": str(translation.lookup("translator.backend", "translator") or "–"),
-                   "model": str(translation.lookup("translator.model") or "–"),
-                   "model revision": str(translation.lookup("translator.revision") or "–"),
-                   "source checksum": str(translation.lookup("source.checksum") or "–")}
-        if translation.quality_path:
-            encoder = translation.quality.get("encoder") or {}
-            details["quality report"] = translation.quality_path
-            details["quality encoder"] = f"{encoder.get('model', '–')}@{encoder.get('revision', '–')}"
-            details["translated checksum"] = str((translation.quality.get("translated") or {}).get("checksum", "–"))
+        details: dict[str, str] = {}
+        manifest, quality = translation.manifest, translation.quality
+        if manifest is not None:
+            details.update({"translator": manifest.backend or "–", "model": manifest.model or "–",
+                            "model revision": manifest.revision or "–", "source checksum": manifest.source.checksum})
+        if quality is not None:
+            details.update({"quality report": translation.quality_path or "–",
+                            "quality encoder": f"{quality.encoder_model}@{quality.encoder_revision}",
+                            "translated checksum": quality.translated.checksum})
         return self._add(id(translation), "translation", translation.folder, details)

@@ -1,25 +1,26 @@
-"""The translation side of a result: the manifest (``translation.json``) and quality report of the
-dataset its queries came from.
+"""The translation side of a result: the manifest (``translation.json``) and quality report
+(``quality.json``) of the dataset its queries came from.
 
 ``beirx translate`` writes ``translation.json`` into the translated folder and the quality report into
-``<folder>/quality/quality.json`` (:mod:`beirx.translate.quality_report`). The quality report's
-``per_query_similarity`` (``{qid: cosine}``) is what relates translation quality to retrieval drop;
-a report without it still gives the dataset-level mean similarity.
+``<folder>/quality/quality.json``. The quality report's ``per_query_similarity`` (``{qid: cosine}``) is what
+relates translation quality to retrieval drop; a report without it (older files) still gives the
+dataset-level mean similarity. A malformed manifest or report is logged and left out, not fatal: the
+retrieval tables do not depend on it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from beirx.report.load import MANIFEST, Result
+from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.quality import FILENAME as QUALITY_FILE
+from beirx.artifacts.quality import QualityReport
+from beirx.errors import DataError
+from beirx.report.load import Result
 
 log = logging.getLogger(__name__)
-
-QUALITY = Path("quality") / "quality.json"
 
 
 @dataclass(frozen=True)
@@ -27,47 +28,30 @@ class Translation:
     """What is known about one translated dataset folder."""
 
     folder: str
-    manifest: dict[str, Any] = field(default_factory=dict)
-    quality: dict[str, Any] = field(default_factory=dict)
+    manifest: TranslationManifest | None = None
+    quality: QualityReport | None = None
     quality_path: str | None = None
 
     @property
     def per_query_similarity(self) -> dict[str, float]:
-        return {str(k): float(v) for k, v in (self.quality.get("per_query_similarity") or {}).items()}
-
-    @property
-    def mean_similarity(self) -> dict[str, float]:
-        fields = self.quality.get("fields") or {}
-        return {name: f["similarity"]["mean"] for name, f in fields.items()
-                if isinstance(f, dict) and (f.get("similarity") or {}).get("mean") is not None}
-
-    def lookup(self, *dotted: str) -> Any:
-        """The first of ``dotted`` paths present in the manifest (its shape differs between formats)."""
-        for path in dotted:
-            node: Any = self.manifest
-            for part in path.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
-            if node is not None:
-                return node
-        return None
+        return dict(self.quality.per_query_similarity) if self.quality else {}
 
 
-def _json(path: Path) -> dict[str, Any]:
+def _load(kind, path: Path):
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring unreadable %s: %s", path, exc)
-        return {}
-    return data if isinstance(data, dict) else {}
+        return kind.load_if_any(path) if path.is_file() else None
+    except DataError as exc:
+        log.warning("ignoring %s", exc)
+        return None
 
 
 def read_translation(folder: str | Path, quality_path: str | Path | None = None) -> Translation | None:
     """The manifest and quality report of ``folder``; None when it is not a translated dataset."""
     folder = Path(folder)
-    manifest = _json(folder / MANIFEST) if (folder / MANIFEST).is_file() else {}
-    qpath = Path(quality_path) if quality_path else folder / QUALITY
-    quality = _json(qpath) if qpath.is_file() else {}
-    if not manifest and not quality:
+    manifest = _load(TranslationManifest, TranslationManifest.path_in(folder))
+    qpath = Path(quality_path) if quality_path else folder / "quality" / QUALITY_FILE
+    quality = _load(QualityReport, qpath)
+    if manifest is None and quality is None:
         return None
     return Translation(str(folder), manifest, quality, str(qpath) if quality else None)
 
@@ -86,11 +70,11 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             if translation is not None:
                 found[folder] = translation
     for path in extra_quality:
-        report = _json(Path(path))
-        folder = (report.get("translated") or {}).get("path")
-        if not folder:
-            log.warning("ignoring %s: it names no translated dataset (translated.path)", path)
+        report = _load(QualityReport, Path(path))
+        if report is None:
+            log.warning("ignoring %s: not a quality report", path)
             continue
-        base = found.get(folder) or read_translation(folder, path) or Translation(folder)
-        found[folder] = Translation(folder, base.manifest, report, str(path))
+        folder = report.translated.path
+        base = found.get(folder) or (read_translation(folder) if Path(folder).is_dir() else None)
+        found[folder] = Translation(folder, base.manifest if base else None, report, str(path))
     return found
