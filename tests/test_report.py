@@ -137,6 +137,21 @@ def test_no_per_query_similarity_means_no_quality_table(tmp_path):
     assert "quality" not in report.tables and "translation" in report.tables
 
 
+def test_manifests_and_quality_reports_from_before_the_versioned_format_are_read(tmp_path):
+    import shutil
+
+    before = Path(__file__).parent / "data" / "before_v2"
+    folder = tmp_path / "toy-es"
+    (folder / "quality").mkdir(parents=True)
+    shutil.copy(before / "translation.json", folder / "translation.json")
+    shutil.copy(before / "quality.json", folder / "quality" / "quality.json")
+    write_all(tmp_path / "results", folder)
+    report = build_report([tmp_path / "results"], tmp_path / "out", permutations=100, plots=False)
+    assert texts(report.tables["translation"].rows[0]) == ["tiny", "en → es", "apertium eng-spa", "–", "10", "10",
+                                                          "0.4", "–"]
+    assert "quality" not in report.tables  # no per-query similarity in files of that age
+
+
 def test_t_test_equals_scipy():
     rng = np.random.default_rng(7)
     a, b = rng.random(50), rng.random(50)

@@ -81,7 +81,7 @@ def build_report(inputs: Iterable[Any], output_dir: Path | str, **options: Any) 
     translated = translation_table(list(translations.values()), sources)
     if translated.rows:
         tables.append(translated)
-    quality_items = analyses(results, translations, opts.metric, opts.source_language)
+    quality_items = analyses(results, translations, opts.metric, opts.source_language, baseline)
     if quality_items:
         tables.append(quality_table(quality_items, sources))
     elif translations:
@@ -96,8 +96,8 @@ def build_report(inputs: Iterable[Any], output_dir: Path | str, **options: Any) 
 
 
 def _plots(results, quality_items, opts: ReportOptions, baseline: str, out: Path) -> list[plots.Plot]:
-    made = [plots.language_bars(results, opts.metric, out),
-            plots.per_query_scatter(results, opts.metric, out, opts.source_language),
+    made = [plots.language_bars(results, opts.metric, out, baseline),
+            plots.per_query_scatter(results, opts.metric, out, opts.source_language, baseline),
             plots.heatmap(results, opts.metric, out, baseline),
             plots.effectiveness_vs_latency(results, opts.metric, out),
             plots.quality_vs_drop(quality_items, out)]

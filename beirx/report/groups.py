@@ -44,7 +44,8 @@ def source_language(results: list[Result], family: str, wanted: str | None = Non
     return plain.pop() if len(plain) == 1 else None
 
 
-def language_pairs(results: list[Result], wanted_source: str | None = None) -> list[tuple[Result, Result]]:
+def language_pairs(results: list[Result], wanted_source: str | None = None, baseline: str | None = None
+                   ) -> list[tuple[Result, Result]]:
     """(source, target) results of the same family, split and system; targets in a stable order
     (monolingual translations first, then cross-lingual pairs)."""
     pairs: list[tuple[Result, Result]] = []
@@ -55,7 +56,7 @@ def language_pairs(results: list[Result], wanted_source: str | None = None) -> l
             continue
         rows = [r for r in results if r.family == family]
         for split in sorted({r.split for r in rows}):
-            for label in system_order(rows):
+            for label in system_order(rows, baseline):
                 mine = [r for r in rows if r.split == split and r.label == label]
                 source = next((r for r in mine if r.monolingual and r.corpus_language == src_lang
                                and not r.translated_from), None)
@@ -78,8 +79,8 @@ def columns(results: list[Result]) -> list[Column]:
 
 
 def system_order(results: list[Result], baseline: str | None = None) -> list[str]:
-    """System labels: the baseline first, then in order of first appearance."""
-    labels = list(dict.fromkeys(r.label for r in results))
+    """System labels: the baseline first, then alphabetically."""
+    labels = sorted({r.label for r in results})
     if baseline in labels:
         labels.remove(baseline)
         labels.insert(0, baseline)

@@ -20,7 +20,7 @@ def _share(target: float | None, source: float | None) -> float | None:
 def languages_table(results: list[Result], metrics: list[str], sources: Sources, *,
                     options) -> tuple[Table, list[Comparison]]:
     """The table and its comparisons (one per row and metric; Holm-corrected together)."""
-    pairs = language_pairs(results, options.source_language)
+    pairs = language_pairs(results, options.source_language, options.baseline)
     columns = ["Dataset", "System", "Source", "Target"]
     for metric in metrics:
         columns += [f"{metric} source", f"{metric} target", f"{metric} Δ", f"{metric} retained"]
@@ -46,17 +46,17 @@ def languages_table(results: list[Result], metrics: list[str], sources: Sources,
                       Cell(None if s is None or t is None else t - s, "diff", mark, sources=refs),
                       Cell(_share(t, s), "share", sources=refs)]
         table.rows.append(cells)
-    table.rows += _averages(rows, metrics, sources)
+    table.rows += _averages(rows, metrics, sources, options.baseline)
     table.caption = (f"Source- and target-language {', '.join(metrics)}; Δ = target − source, retained = "
                      f"target / source. † = {describe_test(options)}, target vs source. {PAIRING_RULE}. "
                      "Average rows: mean over datasets of each system and target.")
     return table, comparisons
 
 
-def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list[str], sources: Sources
-              ) -> list[list[Cell]]:
+def _averages(rows: list[tuple[Result, Result, list[Comparison]]], metrics: list[str], sources: Sources,
+              baseline: str | None) -> list[list[Cell]]:
     out = []
-    labels = system_order([s for s, _, _ in rows])
+    labels = system_order([s for s, _, _ in rows], baseline)
     targets = list(dict.fromkeys(t.pair for _, t, _ in rows))
     for label in labels:
         for pair in targets:

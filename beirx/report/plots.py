@@ -46,10 +46,10 @@ def _save(fig, out_dir: Path, name: str, title: str) -> Plot:
     return Plot(name, title, png, svg)
 
 
-def language_bars(results: list[Result], metric: str, out_dir: Path) -> Plot | None:
+def language_bars(results: list[Result], metric: str, out_dir: Path, baseline: str | None = None) -> Plot | None:
     """Grouped bars: one group per dataset and system, one bar per language pair."""
     groups = [(family, split, label) for family, split in dict.fromkeys((r.family, r.split) for r in results)
-              for label in system_order([r for r in results if (r.family, r.split) == (family, split)])]
+              for label in system_order([r for r in results if (r.family, r.split) == (family, split)], baseline)]
     pairs = list(dict.fromkeys(c.pair for c in columns(results)))
     if len(pairs) < 2:
         return None
@@ -70,10 +70,10 @@ def language_bars(results: list[Result], metric: str, out_dir: Path) -> Plot | N
     return _save(fig, out_dir, "languages_bars", "Source vs target language")
 
 
-def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_language: str | None = None
-                      ) -> Plot | None:
+def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_language: str | None = None,
+                      baseline: str | None = None) -> Plot | None:
     """Per-query source vs target metric, one panel per dataset and system, one colour per target."""
-    pairs = language_pairs(results, source_language)
+    pairs = language_pairs(results, source_language, baseline)
     panels = list(dict.fromkeys((s.family, s.split, s.label) for s, _ in pairs))
     if not panels:
         return None
@@ -138,7 +138,7 @@ def effectiveness_vs_latency(results: list[Result], metric: str, out_dir: Path) 
         return None
     fig = _figure(6.0, 4.2)
     ax = fig.add_subplot()
-    for label in dict.fromkeys(p[2].label for p in points):
+    for label in system_order([p[2] for p in points]):
         mine = [p for p in points if p[2].label == label]
         ax.scatter([p[0] for p in mine], [p[1] for p in mine], label=label, s=30)
         for x, y, r in mine:

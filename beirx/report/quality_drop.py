@@ -57,9 +57,9 @@ class QualityDrop:
 
 
 def analyses(results: list[Result], translations: dict[str, Translation], metric: str,
-             source_language: str | None = None) -> list[QualityDrop]:
+             source_language: str | None = None, baseline: str | None = None) -> list[QualityDrop]:
     out = []
-    for source, target in language_pairs(results, source_language):
+    for source, target in language_pairs(results, source_language, baseline):
         translation = translations.get(target.queries_folder or "")
         sims = translation.per_query_similarity if translation else {}
         if not sims:

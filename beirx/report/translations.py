@@ -38,8 +38,9 @@ class Translation:
 
 
 def _load(kind, path: Path):
+    """``kind.load`` (which upgrades files from before the format had a version, unlike ``load_if_any``)."""
     try:
-        return kind.load_if_any(path) if path.is_file() else None
+        return kind.load(path) if path.is_file() else None
     except DataError as exc:
         log.warning("ignoring %s", exc)
         return None
