@@ -143,7 +143,12 @@ def effectiveness_vs_latency(results: list[Result], metric: str, out_dir: Path) 
         ax.scatter([p[0] for p in mine], [p[1] for p in mine], label=label, s=30)
         for x, y, r in mine:
             ax.annotate(r.pair, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    from matplotlib.ticker import FuncFormatter
+
     ax.set_xscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")  # 0.3, 2, 50 rather than 3 x 10^-1
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(plain)
     ax.set_xlabel("latency per query, p50 (ms)" if measured else "search time per query (ms; batch search / queries)")
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} vs latency")
