@@ -344,3 +344,14 @@ def test_report_never_imports_evaluate_or_translate():
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             assert not [n for n in names if n.startswith(("beirx.evaluate", "beirx.translate"))], path
+
+
+def test_bootstrap_intervals_in_the_significance_table(tmp_path):
+    write_all(tmp_path / "results")
+    report = build_report([tmp_path / "results"], tmp_path / "out", permutations=100, bootstrap=500, plots=False)
+    table = report.tables["significance"]
+    assert table.columns[-2:] == ["95% CI low", "95% CI high"]
+    for row in table.rows:
+        low, diff, high = row[12].value, row[7].value, row[13].value
+        assert low <= diff <= high
+    assert "paired BCa bootstrap, 500 resamples" in table.caption
