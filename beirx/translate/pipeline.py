@@ -131,7 +131,8 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                 progress.update(len(segments))
             if not busy:
                 return
-            log.info("%d batches are being translated by another run on %s; waiting for them", len(busy), memory.path)
+            (log.info if waiting is None else log.debug)(
+                "%d batches are being translated by another run on %s; waiting for them", len(busy), memory.path)
             waiting = busy
             time.sleep(POLL_SECONDS)
     finally:
