@@ -334,7 +334,7 @@ def test_a_dead_holders_lease_is_taken_over(source, tmp_path):
     with TranslationMemory(fresh, lease_seconds=3600) as tm:  # not expired: the holder's PID is gone
         manifest = translate_dataset(source, tmp_path / "out", again, tm, progress=False)
         assert tm._conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
-    assert again.calls[0] == batch and manifest["counts"]["translated"] == first["counts"]["translated"]
+    assert again.calls[0] == batch and manifest.counts["translated"] == first.counts["translated"]
     assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "ref" / "corpus.jsonl").read_bytes()
 
 
@@ -369,6 +369,6 @@ def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
     other.close()
     sent = [s for call in tr.calls for s in call]
     assert not set(sent) & set(batch)  # the other holder's batch was never translated here
-    assert manifest["counts"]["from_memory"] == len(batch)
-    assert manifest["counts"]["translated"] + len(batch) == manifest["counts"]["segments_unique"]
+    assert manifest.counts["from_memory"] == len(batch)
+    assert manifest.counts["translated"] + len(batch) == manifest.counts["segments_unique"]
     assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "probe" / "corpus.jsonl").read_bytes()

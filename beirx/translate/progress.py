@@ -1,4 +1,5 @@
-"""Progress of a long translation: a tqdm bar in a terminal, else a log line every ``every`` seconds.
+"""Progress of a long translation: a tqdm bar when bars are on (a terminal), else a log line every
+``every`` seconds (batch jobs, Slurm logs, a Ray driver in the background).
 
 Both show segments done out of the total, the rate (segments/s) and the time left at that rate.
 """
@@ -6,7 +7,6 @@ Both show segments done out of the total, the rate (segments/s) and the time lef
 from __future__ import annotations
 
 import logging
-import sys
 import time
 
 log = logging.getLogger("beirx.translate")
@@ -15,11 +15,10 @@ log = logging.getLogger("beirx.translate")
 class Progress:
     def __init__(self, total: int, desc: str, enabled: bool = True, every: float = 30.0):
         self.total, self.desc, self.every = total, desc, every
-        self.enabled = enabled
         self.done = self._base = 0
         self._start = self._last = time.monotonic()
         self._bar = None
-        if enabled and sys.stderr.isatty():
+        if enabled:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="seg", desc=desc, dynamic_ncols=True, smoothing=0.1)
@@ -37,7 +36,7 @@ class Progress:
             self._bar.update(n)
             return
         now = time.monotonic()
-        if self.enabled and now - self._last >= self.every:
+        if now - self._last >= self.every:
             self._last = now
             rate = (self.done - self._base) / max(now - self._start, 1e-9)
             left = (self.total - self.done) / rate if rate > 0 else float("inf")
