@@ -166,15 +166,15 @@ def test_shards_then_assemble_give_the_single_process_bytes(scifact_slice, refer
         with sqlite3.connect(tmp_path / f"tm.shard-{i}-of-3.sqlite") as conn:
             hashes.append({h for (h,) in conn.execute("SELECT hash FROM segments")})
     assert all(hashes) and len(set().union(*hashes)) == sum(map(len, hashes))  # three disjoint, non-empty shares
-    main = manifest(reference)["counts"]
+    main = manifest(reference).counts
     subprocess.run(command(scifact_slice, out, memory, BATCH, "--assemble"), env=env(tmp_path), check=True, timeout=120)
     for name in FILES:
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
-    counts = manifest(out)["counts"]
+    counts = manifest(out).counts
     assert counts["segments_unique"] == main["segments_unique"]
     assert counts["from_memory"] + counts["translated"] == main["segments_unique"]
     assert counts["from_memory"] >= sum(map(len, hashes))  # assembly translates only the placeholder fallbacks
-    assert manifest(out)["options"]["assembled_shards"] == 3
+    assert manifest(out).options.shards == 3
 
 
 def test_assemble_names_a_missing_or_half_done_shard_and_writes_nothing(scifact_slice, tmp_path):

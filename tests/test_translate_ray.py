@@ -107,7 +107,7 @@ def test_two_ray_replicas_give_the_single_process_bytes(local_ray, scifact_slice
     calls = finished_calls(tmp_path / "calls")
     pids = {int(p.stem.split("-")[0]) for p in (tmp_path / "calls").glob("*.done")}
     assert len(pids) == 2  # both replicas worked
-    assert len(calls) == m["counts"]["batches"] and sum(map(len, calls)) == m["counts"]["segments_unique"]
+    assert len(calls) == m.counts["batches"] and sum(map(len, calls)) == m.counts["segments_unique"]
 
 
 def test_a_killed_replica_is_restarted_and_no_batch_is_translated_twice(local_ray, scifact_slice, reference, tmp_path):
@@ -116,6 +116,6 @@ def test_a_killed_replica_is_restarted_and_no_batch_is_translated_twice(local_ra
     for name in FILES:
         assert (tmp_path / "out" / name).read_bytes() == (reference / name).read_bytes(), name
     sent = [s for call in finished_calls(tmp_path / "calls") for s in call]
-    assert len(sent) == len(set(sent)) == m["counts"]["segments_unique"] == manifest(reference)["counts"]["segments_unique"]
+    assert len(sent) == len(set(sent)) == m.counts["segments_unique"] == manifest(reference).counts["segments_unique"]
     unfinished = [p for p in (tmp_path / "calls").glob("*.start") if not p.with_suffix(".done").exists()]
     assert [int(p.stem.split("-")[0]) for p in unfinished] == killed  # the killed batch was redone elsewhere
