@@ -103,6 +103,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["dry", "real"], choices=["dry", "real"])
     parser.add_argument("--baseline", type=Path, help="a checkout of the code before streaming, measured too")
     parser.add_argument("--baseline-modes", nargs="+", default=["dry", "real"], choices=["dry", "real"])
+    parser.add_argument("--codes", nargs="+", default=["new", "old"], choices=["new", "old"],
+                        help="which code to measure (old: --baseline); split a long run across several processes")
     parser.add_argument("--work", type=Path, default=Path("/tmp/beirx-translate-memory"))
     parser.add_argument("--child", choices=["dry", "real"], help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
@@ -110,17 +112,18 @@ def main() -> None:
     if args.child:
         return child(args.child, args.data, args.work)
     codes = {"new": ROOT, **({"old": args.baseline.resolve()} if args.baseline else {})}
+    codes = {name: code for name, code in codes.items() if name in args.codes}
     results: dict = {}
     for docs in args.docs:
         data = generate(args.work / f"corpus-{docs}", docs)
         for name, code in codes.items():
             for mode in args.modes if name == "new" else args.baseline_modes:
                 key = f"{name} {mode} {docs}"
-                results[key] = measure(code, mode, data, args.work / "run")
+                results[key] = measure(code, mode, data, args.work / f"run-{name}-{mode}-{docs}")
                 print(key, json.dumps(results[key]), flush=True)
     summary = {}
     for name in codes:
-        for mode in args.modes:
+        for mode in args.modes if name == "new" else args.baseline_modes:
             peaks = {d: results.get(f"{name} {mode} {d}", {}).get("peak_rss_gb") for d in args.docs}
             if len(args.docs) == 2 and all(peaks.values()):
                 small, large = args.docs

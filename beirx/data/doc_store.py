@@ -15,7 +15,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from beirx.data.beir_io import doc_from_json
@@ -84,6 +84,22 @@ class DocStore(Mapping[str, Doc]):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class DocTexts(Sequence[str]):
+    """``render(doc)`` for the documents ``ids``, read from ``store`` when indexed: a list of texts that
+    never holds the corpus (dense encoding walks it in length order, a batch at a time)."""
+
+    def __init__(self, store: DocStore, ids: Sequence[str], render: Callable[[Doc], str]):
+        self.store, self.ids, self.render = store, ids, render
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.render(self.store[d]) for d in self.ids[index]]
+        return self.render(self.store[self.ids[index]])
 
 
 def _index_key(path: Path) -> str:

@@ -25,6 +25,7 @@ import importlib.metadata
 import logging
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 from beirx.checksums import cache_key, corpus_checksum
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
+from beirx.data.doc_store import DocStore, DocTexts
 from beirx.data.download import file_lock
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
@@ -192,10 +194,12 @@ class DenseRetriever(Retriever):
 
     def _encode_corpus(self, dataset: BeirDataset, cache: EmbeddingCache | None, meta: dict[str, Any]) -> None:
         """Encode every document, into ``cache`` (resumable) or, without one, into memory."""
-        docs = list(dataset.iter_corpus())
-        doc_ids = [d.id for d in docs]
-        texts = [document_text(d) for d in docs]
-        del docs
+        with DocStore.for_dataset(dataset) as store:  # texts are read from disk batch by batch, never all held
+            doc_ids = list(store)
+            self._encode_texts(doc_ids, DocTexts(store, doc_ids, document_text), cache, meta)
+
+    def _encode_texts(self, doc_ids: list[str], texts: Sequence[str], cache: EmbeddingCache | None,
+                      meta: dict[str, Any]) -> None:
         model = self.model()
         dim = embedding_dimension(model)
         start = time.perf_counter()
