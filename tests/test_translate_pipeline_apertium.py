@@ -127,7 +127,10 @@ def test_sigkill_mid_run_then_resume_gives_identical_bytes(scifact_slice, refere
         done = conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
     assert done > 0 and done % int(BATCH) == 0  # whole batches only
 
+    assert len(list(tmp_path.glob(".beirx-segments-*"))) == 1  # the killed run's scratch segment store
+
     subprocess.run(command(scifact_slice, out, memory), env=env(tmp_path), check=True, timeout=120)
+    assert not list(tmp_path.glob(".beirx-segments-*"))  # removed by the next run (its PID is gone)
     counts = manifest(out).counts
     assert counts["from_memory"] == done
     assert counts["translated"] == counts["segments_unique"] - done  # only what was missing

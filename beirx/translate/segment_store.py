@@ -12,11 +12,14 @@ from the dataset by a rerun, and removed when the store is closed.
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())
 _FLUSH_ROWS = 20_000
 _FETCH_ROWS = 2_000
 _CACHE_KIB = 64 * 1024
@@ -27,7 +30,8 @@ class SegmentStore:
 
     def __init__(self, folder: Path | str):
         Path(folder).mkdir(parents=True, exist_ok=True)
-        fd, path = tempfile.mkstemp(prefix=".beirx-segments-", suffix=".sqlite", dir=folder)
+        _remove_orphans(Path(folder))
+        fd, path = tempfile.mkstemp(prefix=f".beirx-segments-{_HOST}-{os.getpid()}-", suffix=".sqlite", dir=folder)
         os.close(fd)
         self.path = Path(path)
         self._conn = sqlite3.connect(self.path, isolation_level=None)
@@ -107,3 +111,21 @@ class SegmentStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _remove_orphans(folder: Path) -> None:
+    """Delete scratch files of this host's runs that died (SIGKILL) before closing their store."""
+    for path in folder.glob(f".beirx-segments-{_HOST}-*.sqlite"):
+        pid = path.name[len(f".beirx-segments-{_HOST}-"):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
