@@ -372,3 +372,35 @@ def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
     assert manifest.counts["from_memory"] == len(batch)
     assert manifest.counts["translated"] + len(batch) == manifest.counts["segments_unique"]
     assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "probe" / "corpus.jsonl").read_bytes()
+
+
+# -- shards and executors: arguments and errors --------------------------------------------------------
+
+def test_shard_arguments_and_memory_names(tmp_path):
+    from beirx.translate.shards import Shard, batch_key, shard_count, shard_of
+
+    assert Shard.parse(" 2/3 ") == Shard(2, 3) and str(Shard(2, 3)) == "2/3"
+    for bad in ("0/3", "4/3", "2", "a/b", "1/0"):
+        with pytest.raises(BeirxError, match="--shard expects I/N"):
+            Shard.parse(bad)
+    assert Shard(2, 3).memory_path(tmp_path / "tm.sqlite") == tmp_path / "tm.shard-2-of-3.sqlite"
+    keys = [batch_key([f"segment {i}"]) for i in range(300)]
+    owners = [shard_of(k, 3) for k in keys]
+    assert set(owners) == {1, 2, 3} and all(Shard(o, 3).owns(k) for k, o in zip(keys, owners))
+    with pytest.raises(BeirxError, match="no shard memories"):
+        shard_count(tmp_path / "tm.sqlite")
+    (tmp_path / "tm.shard-1-of-3.sqlite").touch()
+    assert shard_count(tmp_path / "tm.sqlite") == 3
+    (tmp_path / "tm.shard-1-of-2.sqlite").touch()
+    with pytest.raises(BeirxError, match="--assemble N"):
+        shard_count(tmp_path / "tm.sqlite")
+
+
+def test_ray_executor_without_ray_names_the_extra(monkeypatch):
+    import sys
+
+    from beirx.translate.executors import make_executor
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    with pytest.raises(BeirxError, match=r"pip install 'beirx\[ray\]'"):
+        make_executor("ray", Reverser(), Reverser)
