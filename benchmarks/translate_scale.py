@@ -6,8 +6,9 @@ and CPU time against the single process, target < 10 %); the Ray executor with 1
 private local Ray instance (target: 2 replicas >= 1.7x one on a 2-core machine). Every output must equal
 the single process's bytes. CPU seconds include child processes (the Apertium pipelines) for the local
 runs; Ray replicas are not children, so Ray runs report wall time only. The load average is printed: on a
-shared machine the wall-clock ratios move with it. Last, an extrapolation to MS MARCO (8.8M passages) and
-BEIR-PL (~30M passages) from the per-document figures measured here.
+shared machine the wall-clock ratios move with it. Last, an extrapolation to MS MARCO and all of BEIR-PL
+from the figures measured here per source word (SciFact abstracts are ~210 words, MS MARCO passages ~56):
+Apertium CPU time, translation-memory size and output size.
 
 Run:  nice python benchmarks/translate_scale.py [--docs 1000] [--batch-size 200] [--shards 2]
       [--work /tmp/beirx-translate-scale]
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 FILES = ("corpus.jsonl", "queries.jsonl")
-PASSAGES = {"MS MARCO": 8_841_823, "BEIR-PL (13 datasets)": 30_000_000}
+# Source words (title + text), from BEIR's corpus sizes and average document lengths (Thakur et al. 2021, Table 1).
+WORDS = {"MS MARCO (8.8M passages)": 8_841_823 * 56.0, "BEIR-PL (13 datasets, ~30M passages)": 1.9e9}
 
 
 def make_slice(scifact: Path, root: Path, docs: int) -> Path:
@@ -135,11 +137,14 @@ def main() -> None:
                                         .read_bytes() for f in FILES) for name in ("shards", "ray1", "ray2")}
     memory_bytes = (runs / "single" / "tm.sqlite").stat().st_size
     output_bytes = sum((runs / "single" / "out" / f).stat().st_size for f in FILES)
-    out["per_document"] = {"cpu_s_apertium_pipeline": round(per_doc_cpu, 5),
+    words = sum(len(f"{d.title} {d.text}".split()) for d in source.iter_corpus())
+    words += sum(len(q.text.split()) for q in source.queries.values())
+    out["per_document"] = {"source_words": round(words / args.docs, 1), "cpu_s": round(per_doc_cpu, 5),
                            "memory_bytes": round(memory_bytes / args.docs), "output_bytes": round(output_bytes / args.docs)}
-    out["extrapolation_apertium_one_core"] = {
-        name: {"cpu_hours": round(n * per_doc_cpu / 3600, 1), "memory_gb": round(n * memory_bytes / args.docs / 1e9, 1),
-               "output_gb": round(n * output_bytes / args.docs / 1e9, 1)} for name, n in PASSAGES.items()}
+    out["extrapolation_apertium"] = {
+        name: {"cpu_hours": round(n / words * out["single"]["cpu_s"] / 3600, 1),
+               "translation_memory_gb": round(n / words * memory_bytes / 1e9, 1),
+               "output_gb": round(n / words * output_bytes / 1e9, 1)} for name, n in WORDS.items()}
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=2))
 
