@@ -262,3 +262,145 @@ def test_two_processes_share_one_memory(tmp_path):
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0] == 400
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+# -- leases: runs sharing a memory never translate the same batch ----------------------------------------
+
+class SlowLoggingReverser(Reverser):
+    """A Reverser that takes its time and appends each finished batch to a shared log (one JSON line)."""
+
+    def __init__(self, log_path, delay=0.05):
+        super().__init__()
+        self.log_path, self.delay = log_path, delay
+
+    def translate_batch(self, segments):
+        import time
+
+        time.sleep(self.delay)
+        out = super().translate_batch(segments)
+        with open(self.log_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(segments) + "\n")
+        return out
+
+
+def _run_logged(root: str, out: str, memory: str, log_path: str) -> None:
+    with TranslationMemory(memory) as tm:
+        translate_dataset(BeirDataset(root), out, SlowLoggingReverser(log_path), tm, batch_size=1, progress=False)
+
+
+def test_two_concurrent_runs_translate_each_segment_once(source, tmp_path):
+    log_path, memory = tmp_path / "calls.jsonl", str(tmp_path / "tm.sqlite")
+    ctx = get_context("spawn")
+    procs = [ctx.Process(target=_run_logged, args=(str(source.root), str(tmp_path / f"out{i}"), memory, str(log_path)))
+             for i in (1, 2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    sent = [s for line in log_path.read_text(encoding="utf-8").splitlines() for s in json.loads(line)]
+    with TranslationMemory(memory) as tm:
+        assert len(sent) == len(set(sent)) == tm.count()  # every unique segment translated exactly once
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "out1" / name).read_bytes() == (tmp_path / "out2" / name).read_bytes()
+
+
+def _claim_and_die(memory: str, segments: list[str]) -> None:
+    import os
+
+    from beirx.translate.shards import batch_key
+
+    with TranslationMemory(memory) as tm:
+        system = tm.register(Reverser().describe(), "en", "xx")
+        assert tm.claim(system, batch_key(segments), segments)[0] == "claimed"
+    os._exit(0)  # dies holding the lease
+
+
+def test_a_dead_holders_lease_is_taken_over(source, tmp_path):
+    memory = str(tmp_path / "tm.sqlite")
+    with TranslationMemory(memory) as tm:
+        first = translate_dataset(source, tmp_path / "ref", Reverser(), tm, progress=False)
+    tr = Reverser()
+    with TranslationMemory(tmp_path / "probe.sqlite") as tm:
+        translate_dataset(source, tmp_path / "probe", tr, tm, progress=False)
+    batch = tr.calls[0]  # the first batch a run plans
+    fresh = str(tmp_path / "fresh.sqlite")
+    proc = get_context("spawn").Process(target=_claim_and_die, args=(fresh, batch))
+    proc.start()
+    proc.join(60)
+    with sqlite3.connect(fresh) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 1
+    again = Reverser()
+    with TranslationMemory(fresh, lease_seconds=3600) as tm:  # not expired: the holder's PID is gone
+        manifest = translate_dataset(source, tmp_path / "out", again, tm, progress=False)
+        assert tm._conn.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0
+    assert again.calls[0] == batch and manifest.counts["translated"] == first.counts["translated"]
+    assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "ref" / "corpus.jsonl").read_bytes()
+
+
+def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
+    """A batch leased by a live holder is skipped, and picked up from the memory once the holder commits it."""
+    import threading
+
+    from beirx.translate import pipeline
+    from beirx.translate.shards import batch_key
+
+    monkeypatch.setattr(pipeline, "POLL_SECONDS", 0.05)
+    probe = Reverser()
+    with TranslationMemory(tmp_path / "probe.sqlite") as tm:
+        translate_dataset(source, tmp_path / "probe", probe, tm, progress=False)
+    batch = probe.calls[1]
+    memory = tmp_path / "tm.sqlite"
+    other = TranslationMemory(memory)  # another holder (as another process would be)
+    system = other.register(Reverser().describe(), "en", "xx")
+    assert other.claim(system, batch_key(batch), batch)[0] == "claimed"
+
+    def commit():  # the other holder finishes its batch (its own connection: SQLite's are per thread)
+        with TranslationMemory(memory) as same:
+            same.holder = other.holder
+            same.add(system, [(s, rev(s)) for s in batch], lease=batch_key(batch))
+
+    timer = threading.Timer(0.5, commit)
+    timer.start()
+    tr = Reverser()
+    with TranslationMemory(memory) as tm:
+        manifest = translate_dataset(source, tmp_path / "out", tr, tm, progress=False)
+    timer.join()
+    other.close()
+    sent = [s for call in tr.calls for s in call]
+    assert not set(sent) & set(batch)  # the other holder's batch was never translated here
+    assert manifest.counts["from_memory"] == len(batch)
+    assert manifest.counts["translated"] + len(batch) == manifest.counts["segments_unique"]
+    assert (tmp_path / "out" / "corpus.jsonl").read_bytes() == (tmp_path / "probe" / "corpus.jsonl").read_bytes()
+
+
+# -- shards and executors: arguments and errors --------------------------------------------------------
+
+def test_shard_arguments_and_memory_names(tmp_path):
+    from beirx.translate.shards import Shard, batch_key, shard_count, shard_of
+
+    assert Shard.parse(" 2/3 ") == Shard(2, 3) and str(Shard(2, 3)) == "2/3"
+    for bad in ("0/3", "4/3", "2", "a/b", "1/0"):
+        with pytest.raises(BeirxError, match="--shard expects I/N"):
+            Shard.parse(bad)
+    assert Shard(2, 3).memory_path(tmp_path / "tm.sqlite") == tmp_path / "tm.shard-2-of-3.sqlite"
+    keys = [batch_key([f"segment {i}"]) for i in range(300)]
+    owners = [shard_of(k, 3) for k in keys]
+    assert set(owners) == {1, 2, 3} and all(Shard(o, 3).owns(k) for k, o in zip(keys, owners))
+    with pytest.raises(BeirxError, match="no shard memories"):
+        shard_count(tmp_path / "tm.sqlite")
+    (tmp_path / "tm.shard-1-of-3.sqlite").touch()
+    assert shard_count(tmp_path / "tm.sqlite") == 3
+    (tmp_path / "tm.shard-1-of-2.sqlite").touch()
+    with pytest.raises(BeirxError, match="--assemble N"):
+        shard_count(tmp_path / "tm.sqlite")
+
+
+def test_ray_executor_without_ray_names_the_extra(monkeypatch):
+    import sys
+
+    from beirx.translate.executors import make_executor
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    with pytest.raises(BeirxError, match=r"pip install 'beirx\[ray\]'"):
+        make_executor("ray", Reverser(), Reverser)

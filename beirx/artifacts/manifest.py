@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.base import Artifact, fld
+from beirx.artifacts.base import Artifact, fld, optional
 from beirx.artifacts.results import now
 
 SCHEMA = "beirx.translation/2"
@@ -58,6 +58,7 @@ class TranslationOptions:
     verbatim_kinds: list[str] = fld("which kinds are kept verbatim")
     max_segment_tokens: int | None = fld("segment length limit in the model's tokens, null when none")
     segmenter: str = fld("the sentence segmenter")
+    shards: int | None = optional("shard memories merged by --assemble (beirx.translate.shards); null for one run")
 
 
 @dataclass(kw_only=True)

@@ -2,15 +2,22 @@
 
     beirx translate --dataset D --lang L [--src en] [--translator hf|ctranslate2|apertium|google|deepl]
                     [--model M] [--fields corpus,queries] [--batch-size N] [--limit N] [--output DIR]
+                    [--shard I/N | --assemble [N]] [--executor local|ray [--ray-address A] [--workers N]
+                    [--gpus-per-worker G]]
 
 The output defaults to ``$BEIRX_HOME/datasets/<name>-<lang>``, where ``beirx eval --dataset <name>
 --lang <lang>`` looks for it (a ``--limit`` preview goes to ``<name>-limit<N>-<lang>`` instead, so it is
 never taken for the full dataset). Rerunning an interrupted command resumes from the translation memory.
+Large datasets: ``--shard I/N`` translates one deterministic share of the batches into its own memory
+file (any scheduler can run the N commands), ``--assemble`` merges them and writes the dataset;
+``--executor ray`` sends the batches to translator replicas on Ray (see docs/translating-msmarco.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import logging
 from pathlib import Path
@@ -53,6 +60,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="encoder of the quality report: Hub id or folder (default LaBSE)")
     parser.add_argument("--quality-max-items", type=int,
                         help="score a seeded random subset of at most N items per field (default: all)")
+    scale = parser.add_argument_group("large datasets")
+    scale.add_argument("--shard", metavar="I/N",
+                       help="translate only shard I of N (a deterministic share of the batches) into the shard's own "
+                            "memory file beside --memory; write no dataset (then --assemble)")
+    scale.add_argument("--assemble", nargs="?", type=int, const=0, metavar="N",
+                       help="merge the memories of shards 1..N (N: from the files when omitted) and write the dataset; "
+                            "fails, writing nothing, naming any shard that is missing or incomplete")
+    scale.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="who translates the batches: this process (default) or translator replicas on Ray "
+                            "(pip install 'beirx[ray]')")
+    scale.add_argument("--ray-address", help="Ray cluster to join: auto or HOST:PORT (default: a local Ray instance)")
+    scale.add_argument("--workers", type=int, default=2, help="translator replicas on Ray (default 2)")
+    scale.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
 
 
 def parse_options(pairs: list[str]) -> dict[str, object]:
@@ -84,6 +104,7 @@ def run(args) -> int:
     from beirx.translate import pipeline
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.memory import TranslationMemory
+    from beirx.translate.shards import Shard, shard_count
 
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
@@ -95,13 +116,27 @@ def run(args) -> int:
     common = {"fields": _fields(args.fields), "limit": args.limit, "verbatim": args.verbatim,
               "verbatim_kinds": kinds, "max_segment_tokens": args.max_segment_tokens}
     progress = show_progress(args)
-    with TranslationMemory(memory_path) as memory:
-        if args.dry_run:
+    if args.shard and args.assemble is not None:
+        raise BeirxError("--shard and --assemble are two steps: run the shards first, then --assemble")
+    if args.dry_run:
+        with TranslationMemory(memory_path) as memory:
             print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
+        return 0
+    with _executor(args, translator) as executor:
+        if args.shard:
+            shard = Shard.parse(args.shard)
+            with TranslationMemory(shard.memory_path(memory_path)) as memory:
+                done = pipeline.translate_shard(dataset, translator, memory, shard, batch_size=args.batch_size,
+                                                progress=progress, executor=executor, **common)
+            counts = done["counts"]
+            print(f"shard {shard}: {counts['segments_unique']} unique segments, {counts['from_memory']} from memory, "
+                  f"{counts['translated']} translated in {done['seconds']:.1f} s -> {done['memory']}")
             return 0
+        assemble = (args.assemble or shard_count(memory_path)) if args.assemble is not None else None
         output = args.output or default_output(dataset, args.lang, args.limit)
-        manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
-                                              progress=progress, **common)
+        with TranslationMemory(memory_path) as memory:
+            manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
+                                                  progress=progress, executor=executor, assemble=assemble, **common)
     counts, timings = manifest.counts, manifest.timings
     print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
           f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
@@ -111,6 +146,26 @@ def run(args) -> int:
     if not args.no_quality:
         _quality(dataset, output, args, progress)
     return 0
+
+
+@contextlib.contextmanager
+def _executor(args, translator):
+    """This process, or translator replicas on Ray built from the same command-line arguments."""
+    from beirx.translate.executors import make_executor
+
+    if args.executor == "local":
+        yield make_executor("local", translator)
+        return
+    from beirx.translate.backends import TRANSLATORS
+
+    factory = functools.partial(TRANSLATORS.get(args.translator), args.src, args.lang, args.model,
+                                **parse_options(args.translator_option))
+    executor = make_executor("ray", translator, factory, workers=args.workers, address=args.ray_address,
+                             gpus_per_worker=args.gpus_per_worker)
+    try:
+        yield executor
+    finally:
+        executor.close()
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:

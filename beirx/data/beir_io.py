@@ -94,7 +94,12 @@ def _iter_json_records(path: Path, errors: list[DataError] | None, require_text:
 def iter_corpus(path: Path, errors: list[DataError] | None = None) -> Iterator[Doc]:
     """Stream the documents of a ``corpus.jsonl[.gz]`` file."""
     for _, obj in _iter_json_records(Path(path), errors):
-        yield Doc(id=obj["_id"], text=obj["text"], title=obj.get("title") or "", metadata=obj.get("metadata") or {})
+        yield doc_from_json(obj)
+
+
+def doc_from_json(obj: dict) -> Doc:
+    """A corpus line's object as a :class:`Doc` (the ID as a string, a missing title empty)."""
+    return Doc(id=str(obj["_id"]), text=obj["text"], title=obj.get("title") or "", metadata=obj.get("metadata") or {})
 
 
 def iter_queries(path: Path, errors: list[DataError] | None = None) -> Iterator[Query]:

@@ -35,6 +35,7 @@ from beirx import __version__
 from beirx.atomic import atomic_writer, write_json
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
+from beirx.data.doc_store import DocStore
 from beirx.data.language_pair import LanguagePair
 from beirx.data.records import Qrels, Query
 from beirx.errors import BeirxError, DataError
@@ -263,7 +264,8 @@ class Stages:
         reranker = _reranker(spec.reranker, spec.params, self.pack, self.show_progress, self.use_cache)
         timer = Timer()
         with timer.section("rerank"):
-            run = reranker.rerank(self.queries, self.dataset.corpus, first.run, depth=spec.depth)
+            with DocStore.for_dataset(self.dataset) as corpus:  # documents read from disk by ID
+                run = reranker.rerank(self.queries, corpus, first.run, depth=spec.depth)
         description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description}
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
         seconds = timer.seconds.get("rerank")

@@ -15,6 +15,11 @@ repeat across a dataset (or across datasets) are translated once, and two runs m
 * Concurrency and crashes: WAL journal (readers never block the writer), a busy timeout so a second
   process waits instead of failing, one transaction per batch (a batch is either fully committed or
   absent after SIGKILL), and ``INSERT OR IGNORE`` so two runs committing the same segment never clash.
+* No duplicated work: before translating a batch a run *claims* it with a lease row (batch key, holder,
+  expiry). A second run meeting a batch leased by a live holder skips it and comes back later; a lease
+  whose holder died (its PID is gone on this host, or the lease expired without renewal) is taken over.
+  Claiming re-reads the memory in the same write transaction, and committing a batch releases its lease
+  in the transaction that stores it, so a batch is never translated twice by runs that share a memory.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 120.0
 _LOOKUP_CHUNK = 500  # below SQLite's default limit of host parameters
+LEASE_SECONDS = 900.0  # a lease not renewed for this long is taken over (renewed at every committed batch)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS systems (
@@ -39,7 +48,13 @@ CREATE TABLE IF NOT EXISTS systems (
 CREATE TABLE IF NOT EXISTS segments (
     system TEXT NOT NULL, hash TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (system, hash)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+    system TEXT NOT NULL, batch TEXT NOT NULL, holder TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+    expires REAL NOT NULL, PRIMARY KEY (system, batch)) WITHOUT ROWID;
 """
+
+CLAIMED, DONE, BUSY = "claimed", "done", "busy"
+
 
 
 def segment_hash(text: str) -> str:
@@ -73,8 +88,11 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 class TranslationMemory:
     """``with TranslationMemory(path) as tm: key = tm.register(describe, src, tgt); tm.lookup(key, segs)``."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, lease_seconds: float = LEASE_SECONDS):
         self.path = Path(path)
+        self.lease_seconds = lease_seconds
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.holder = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -130,12 +148,71 @@ class TranslationMemory:
                     log.warning("translation memory %s: hash collision on %s; ignoring the stored row", self.path, digest)
         return found
 
-    def add(self, system: str, pairs: list[tuple[str, str]]) -> None:
-        """Commit one batch of ``(source, translation)`` pairs in a single transaction."""
+    def add(self, system: str, pairs: list[tuple[str, str]], lease: str | None = None) -> None:
+        """Commit one batch of ``(source, translation)`` pairs in a single transaction; release ``lease``
+        (a batch key from :meth:`claim`) in it and renew this holder's other leases."""
         now = time.time()
         with self._transaction():
             self._conn.executemany("INSERT OR IGNORE INTO segments VALUES (?, ?, ?, ?, ?)",
                                    [(system, segment_hash(s), s, t, now) for s, t in pairs])
+            if lease is not None:
+                self._conn.execute("DELETE FROM leases WHERE system = ? AND batch = ? AND holder = ?",
+                                   (system, lease, self.holder))
+                self._conn.execute("UPDATE leases SET expires = ? WHERE holder = ?",
+                                   (now + self.lease_seconds, self.holder))
+
+    def claim(self, system: str, batch: str, segments: list[str]) -> tuple[str, list[str]]:
+        """Lease batch ``batch`` (a key naming its segments) for this holder before translating it.
+
+        Returns ``(DONE, [])`` when another run has committed every segment meanwhile, ``(BUSY, [])`` when
+        a live holder leases it, else ``(CLAIMED, the segments still missing)``. One write transaction, so
+        two runs can never both claim a batch nor claim one just committed.
+        """
+        now = time.time()
+        with self._transaction():
+            known = self.lookup(system, segments)
+            missing = [s for s in segments if s not in known]
+            if not missing:
+                return DONE, []
+            row = self._conn.execute("SELECT holder, host, pid, expires FROM leases WHERE system = ? AND batch = ?",
+                                     (system, batch)).fetchone()
+            if row is not None and row[0] != self.holder and not self._lapsed(*row[1:], now):
+                return BUSY, []
+            self._conn.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?)",
+                               (system, batch, self.holder, self.host, self.pid, now + self.lease_seconds))
+        return CLAIMED, missing
+
+    def release(self) -> None:
+        """Drop every lease this holder still has (a run that stops early: another may take them now)."""
+        with self._transaction():
+            self._conn.execute("DELETE FROM leases WHERE holder = ?", (self.holder,))
+
+    def _lapsed(self, host: str, pid: int, expires: float, now: float) -> bool:
+        """A lease is free once expired, or at once when its holder's process on this host is gone."""
+        if expires < now:
+            return True
+        if host != self.host or pid == self.pid:
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
+
+    def merge(self, other: Path, system: str) -> int:
+        """Copy ``system``'s segments from the memory file ``other`` (a shard's) into this one; the count added."""
+        before = self.count(system)
+        self._conn.execute("ATTACH DATABASE ? AS other", (str(other),))
+        try:
+            with self._transaction():
+                self._conn.execute("INSERT OR IGNORE INTO systems SELECT * FROM other.systems WHERE key = ?", (system,))
+                self._conn.execute("INSERT OR IGNORE INTO segments SELECT * FROM other.segments WHERE system = ?",
+                                   (system,))
+        finally:
+            self._conn.execute("DETACH DATABASE other")
+        return self.count(system) - before
 
     def count(self, system: str | None = None) -> int:
         if system is None:

@@ -1,22 +1,37 @@
-"""Translate a BEIR dataset: segment, deduplicate, serve from the translation memory, translate the misses
-in length-sorted batches, reassemble, write atomically, and record what was done in a manifest.
+"""Translate a BEIR dataset in bounded memory: plan the unique segments onto disk, translate the misses in
+length-sorted batches, reassemble and write by streaming, and record what was done in a manifest.
 
-Resume without loss and byte-identical output: every batch is committed to the SQLite memory as soon as
-it is translated, and nothing is written to the output folder before all segments are translated. The
-batches are planned over *all* unique segments (sorted by length, then text) before any is skipped,
-so a rerun of the same command meets the same batches, skips those committed, and sends the others to
-the backend exactly as the first run would have: even a backend whose output depends on the batch
-(padding in NMT) gives the same bytes. Output files are replaced atomically (beirx.atomic), so a kill
-while writing leaves either the old file or the new one.
+Steps (each streams; memory does not grow with the corpus):
+
+1. *plan*: read the records, segment them, and put each segment to translate into a
+   :class:`~beirx.translate.segment_store.SegmentStore` (on disk, deduplicated, kept sorted by length
+   then text);
+2. *translate*: cut that order into batches of ``batch_size``, look each batch up in the SQLite memory,
+   claim the batch (a lease in the memory, so runs sharing a memory never translate the same batch), send
+   its misses to the executor (this process or Ray replicas) and commit them in one transaction;
+3. *fallbacks*: segments whose translation lost a placeholder are found from the memory, and the text
+   around their protected tokens is planned and translated the same way;
+4. *write*: read the records again, render each from the memory, and stream the output files; then the
+   manifest.
+
+Resume without loss and byte-identical output: every batch is committed to the memory as soon as it is
+translated, and nothing is written to the output folder before all segments are translated. The batches
+are planned over *all* unique segments before any is skipped, so a rerun of the same command (or a shard,
+or a Ray replica) meets the same batches, skips those committed, and sends the others to the backend
+exactly as one uninterrupted run would: even a backend whose output depends on the batch (Apertium's
+tagger, padding in NMT) gives the same bytes. Output files are replaced atomically (beirx.atomic).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +44,20 @@ from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.backends.base import Translator
-from beirx.translate.memory import TranslationMemory
-from beirx.translate.placeholders import resolve_mode
+from beirx.translate.executors import LocalExecutor
+from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory
+from beirx.translate.placeholders import resolve_mode, unmask
 from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render, units
+from beirx.translate.progress import Progress
+from beirx.translate.segment_store import SegmentStore
+from beirx.translate.shards import Shard, batch_key, shard_of
 
 log = logging.getLogger(__name__)
 
 FIELDS = ("corpus", "queries")
 MANIFEST = FILENAME
+RECORDS_PER_CHUNK = 256  # records rendered per memory lookup when writing
+POLL_SECONDS = 1.0  # wait between passes while another run holds leases on batches we need
 
 
 @dataclass
@@ -57,70 +78,95 @@ class Counts:
                 "empty_translations": self.empty_translations, **self.extra}
 
 
-def translate_segments(segments: Iterable[str], translator: Translator, memory: TranslationMemory, system: str,
-                       batch_size: int, counts: Counts, progress: bool = True, desc: str = "translating") -> dict[str, str]:
-    """``{segment: translation}`` for every segment, translating only what ``memory`` lacks.
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    """Consecutive lists of ``size`` items (the last one shorter)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
 
-    Unique segments are sorted by (length, text) and cut into batches of ``batch_size`` *before* the
-    memory is consulted (see the module docstring); each batch's misses are looked up again just before
-    translating (another run may have committed them meanwhile) and committed in one transaction.
+
+def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory: TranslationMemory, system: str,
+                      counts: Counts, progress: Progress) -> None:
+    """Translate every segment of the batches ``plan()`` yields that ``memory`` lacks, batch by batch.
+
+    Each batch is looked up, then claimed (which re-reads the memory in a write transaction), sent to the
+    executor and committed with its lease released. A batch leased by another live run is skipped and its
+    index kept; further passes revisit only those batches until they are committed (or their lease lapses
+    and this run takes them over).
     """
-    from tqdm import tqdm
+    waiting: array | None = None  # indices of batches another run was translating, in order
+    try:
+        while True:
+            busy = array("q")
 
-    order = sorted(set(segments), key=lambda s: (len(s), s))
-    known = memory.lookup(system, order)
-    counts.segments_unique += len(order)
-    counts.from_memory += len(known)
-    with tqdm(total=len(order), initial=len(known), unit="seg", desc=desc, disable=not progress,
-              dynamic_ncols=True, smoothing=0.1) as bar:
-        for start in range(0, len(order), batch_size):
-            missing = [s for s in order[start:start + batch_size] if s not in known]
-            if not missing:
-                continue
-            fresh = memory.lookup(system, missing)
-            if fresh:
-                known.update(fresh)
-                counts.from_memory += len(fresh)
-                bar.update(len(fresh))
-                missing = [s for s in missing if s not in fresh]
-                if not missing:
-                    continue
-            outputs = translator.translate_batch(missing)
-            if len(outputs) != len(missing):
-                raise BeirxError(f"translator {translator.name} returned {len(outputs)} translations for "
-                                 f"{len(missing)} segments")
-            memory.add(system, list(zip(missing, outputs)))
-            known.update(zip(missing, outputs))
-            counts.translated += len(missing)
-            counts.batches += 1
-            counts.empty_translations += sum(1 for o in outputs if not o.strip())
-            bar.update(len(missing))
-    return known
+            def work() -> Iterator[tuple[str, list[str]]]:
+                todo = iter(waiting) if waiting is not None else None
+                want = next(todo, -1) if todo is not None else None
+                for index, batch in enumerate(plan()):
+                    if want is not None:
+                        if index != want:
+                            continue
+                        want = next(todo, -1)
+                    known = memory.lookup(system, batch)
+                    state, missing, key = None, [], ""
+                    if len(known) < len(batch):
+                        key = batch_key(batch)
+                        state, missing = memory.claim(system, key, [s for s in batch if s not in known])
+                        if state == BUSY:
+                            busy.append(index)
+                            continue
+                    counts.from_memory += len(batch) - len(missing)
+                    progress.skip(len(batch) - len(missing))
+                    if state == CLAIMED:
+                        yield key, missing
+
+            for key, segments, outputs in executor.map(work()):
+                if len(outputs) != len(segments):
+                    raise BeirxError(f"the translator returned {len(outputs)} translations for {len(segments)} "
+                                     "segments")
+                memory.add(system, list(zip(segments, outputs)), lease=key)
+                counts.translated += len(segments)
+                counts.batches += 1
+                counts.empty_translations += sum(1 for o in outputs if not o.strip())
+                progress.update(len(segments))
+            if not busy:
+                return
+            (log.info if waiting is None else log.debug)(
+                "%d batches are being translated by another run on %s; waiting for them", len(busy), memory.path)
+            waiting = busy
+            time.sleep(POLL_SECONDS)
+    finally:
+        memory.release()
 
 
-@dataclass
-class _Record:
-    """One query or document with the parts of its title and text."""
+class _Incomplete:
+    """The executor of an assembly: translates nothing, counts what each shard left untranslated."""
 
-    item: Doc | Query
-    title: list[Part]
-    text: list[Part]
+    def __init__(self, count: int):
+        self.count = count
+        self.missing: dict[int, list[int]] = {}  # shard -> [segments, batches]
 
+    def map(self, work):
+        for key, segments in work:
+            seen = self.missing.setdefault(shard_of(key, self.count), [0, 0])
+            seen[0] += len(segments)
+            seen[1] += 1
+        yield from ()
 
-def _load(dataset: BeirDataset, field: str, limit: int | None) -> list[Doc | Query]:
-    items = dataset.iter_corpus() if field == "corpus" else beir_io.iter_queries(dataset.queries_path)
-    out = []
-    for item in items:
-        if limit is not None and len(out) >= limit:
-            break
-        out.append(item)
-    return out
+    def check(self, memories: list[Path]) -> None:
+        if self.missing:
+            problems = "; ".join(f"shard {i}/{self.count} is incomplete: {segs} segments in {n} of its batches are "
+                                 f"not in {memories[i - 1]}" for i, (segs, n) in sorted(self.missing.items()))
+            again = " and ".join(f"--shard {i}/{self.count}" for i in sorted(self.missing))
+            raise BeirxError(f"cannot assemble, nothing was written: {problems}. Rerun the same command with {again} "
+                             "to finish it")
 
 
 def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Translator, memory: TranslationMemory, *,
                       fields: Iterable[str] = FIELDS, limit: int | None = None, batch_size: int | None = None,
                       verbatim: str = "auto", verbatim_kinds: tuple[str, ...] | None = None,
-                      max_segment_tokens: int | None = None, progress: bool = True) -> TranslationManifest:
+                      max_segment_tokens: int | None = None, progress: bool = True, executor=None,
+                      assemble: int | None = None) -> TranslationManifest:
     """Write the translation of ``dataset`` to ``output`` and return its manifest (also in ``translation.json``).
 
     Args:
@@ -130,6 +176,12 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
         verbatim, verbatim_kinds: how URLs/e-mails/numbers/code are kept (:mod:`beirx.translate.placeholders`).
         max_segment_tokens: cut segments to at most this many backend tokens (default: the model's limit;
             a larger value is capped at the model's limit).
+        executor: who translates the batches (default: ``translator`` in this process; see
+            :mod:`beirx.translate.executors`).
+        assemble: merge the memories of shards 1..``assemble`` (:func:`translate_shard`) into ``memory``
+            first and translate none of the main segments: a shard that left some untranslated (or whose
+            memory file is missing) fails the run, naming it, before anything is written. The placeholder
+            fallbacks, known only once every shard is done, are translated here.
     """
     started = time.time()
     output = Path(output)
@@ -138,51 +190,83 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     fields = _check_fields(fields, limit)
     batch_size = int(batch_size or translator.max_batch_size)
     planner, (mode, kinds) = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
+    executor = executor or LocalExecutor(translator)
     timer = Timer()
     counts = Counts()
-
-    with timer.section("segment"):
-        records = {f: [_plan_record(item, planner) for item in _load(dataset, f, limit)] for f in fields}
-    all_units = [u for recs in records.values() for r in recs for u in (*units(r.title), *units(r.text))]
-    counts.segments_total = len(all_units)
     description = translator.describe()
     system = memory.register(description, translator.src, translator.tgt, translator.earlier_descriptions)
-    with timer.section("translate"):
-        translations = translate_segments((u.masked for u in all_units), translator, memory, system, batch_size,
-                                          counts, progress)
-        failed = {u for u in all_units if lost_placeholders(u, translations)}
-        fallbacks = {u: planner.fallback(u) for u in failed}
-        extra_units = [u for parts in fallbacks.values() for u in units(parts)]
-        if extra_units:
-            log.warning("%d segments lost a placeholder in translation; translating the text around their "
-                        "protected tokens instead", len(failed))
-            counts.segments_total += len(extra_units)
-            translations.update(translate_segments((u.masked for u in extra_units), translator, memory, system,
-                                                   batch_size, counts, progress, desc="translating (fallback)"))
-    counts.extra = {"placeholder_fallbacks": len(failed), "split_long": planner.long_sentences,
-                    **{f: len(recs) for f, recs in records.items()}}
+    shard_memories = _merge_shards(memory, system, assemble) if assemble else []
+
+    with SegmentStore(memory.path.parent) as store:
+        with timer.section("segment"):
+            sizes = _plan(dataset, fields, limit, planner, store, counts)
+            split_long = planner.long_sentences
+        with timer.section("translate"):
+            main = _Incomplete(assemble) if assemble else executor
+            _translate(store, "main", main, memory, system, batch_size, counts, progress, "translating")
+            if assemble:
+                main.check(shard_memories)
+            failed, extra = _find_fallbacks(dataset, fields, limit, planner, store, memory, system)
+            if failed:
+                log.warning("%d segments lost a placeholder in translation; translating the text around their "
+                            "protected tokens instead", failed)
+                counts.segments_total += extra
+                _translate(store, "fallback", executor, memory, system, batch_size, counts, progress,
+                           "translating (fallback)")
+    counts.extra = {"placeholder_fallbacks": failed, "split_long": split_long, **sizes}
 
     with timer.section("write"):
-        files = _write(dataset, output, records, translations, fallbacks, fields)
-    manifest = TranslationManifest(
+        files = _write(dataset, output, fields, limit, planner, memory, system)
+    options = TranslationOptions(fields=list(fields), limit=limit, batch_size=batch_size, verbatim=mode,
+                                 verbatim_kinds=list(kinds), max_segment_tokens=planner.max_tokens,
+                                 segmenter=f"beirx rule-based sentences ({translator.src})", shards=assemble)
+    manifest = _manifest(dataset, output, translator, description, memory, system, counts, timer, started, options,
+                         files, fields, limit)
+    manifest.save(output / MANIFEST)
+    log.info("translated %s -> %s: %d segments (%d unique, %d from memory, %d translated)", dataset.name, output,
+             counts.segments_total, counts.segments_unique, counts.from_memory, counts.translated)
+    return manifest
+
+
+def _manifest(dataset: BeirDataset, output: Path, translator: Translator, description: dict[str, Any],
+              memory: TranslationMemory, system: str, counts: Counts, timer: Timer, started: float,
+              options: TranslationOptions, files: dict[str, str], fields: tuple[str, ...],
+              limit: int | None) -> TranslationManifest:
+    """The ``translation.json`` record of a finished run."""
+    return TranslationManifest(
         source=DatasetSide(path=str(dataset.root), name=dataset.name, lang=translator.src,
                            checksum=dataset.checksum()),
         target=TargetSide(path=str(output), lang=translator.tgt, files=files),
         translator=description,
         memory=MemoryRef(path=str(memory.path), system=system),
-        options=TranslationOptions(fields=list(fields), limit=limit, batch_size=batch_size, verbatim=mode,
-                                   verbatim_kinds=list(kinds), max_segment_tokens=planner.max_tokens,
-                                   segmenter=f"beirx rule-based sentences ({translator.src})"),
+        options=options,
         partial=limit is not None,
         untranslated_fields=[f for f in FIELDS if f not in fields],
         counts=counts.as_dict(),
         timings={**timer.seconds, "total": round(time.time() - started, 3)},
         versions=environment_versions(),
     )
-    manifest.save(output / MANIFEST)
-    log.info("translated %s -> %s: %d segments (%d unique, %d from memory, %d translated)", dataset.name, output,
-             counts.segments_total, counts.segments_unique, counts.from_memory, counts.translated)
-    return manifest
+
+
+def translate_shard(dataset: BeirDataset, translator: Translator, memory: TranslationMemory, shard: Shard, *,
+                    fields: Iterable[str] = FIELDS, limit: int | None = None, batch_size: int | None = None,
+                    verbatim: str = "auto", verbatim_kinds: tuple[str, ...] | None = None,
+                    max_segment_tokens: int | None = None, progress: bool = True, executor=None) -> dict[str, Any]:
+    """Translate the batches ``shard`` owns (:mod:`beirx.translate.shards`) into ``memory``, the shard's own
+    file; write no dataset. Rerunning resumes. Returns what was done."""
+    started = time.time()
+    fields = _check_fields(fields, limit)
+    batch_size = int(batch_size or translator.max_batch_size)
+    planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
+    counts = Counts()
+    system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
+    with SegmentStore(memory.path.parent) as store:
+        sizes = _plan(dataset, fields, limit, planner, store, counts)
+        _translate(store, "main", executor or LocalExecutor(translator), memory, system, batch_size, counts, progress,
+                   f"shard {shard}", shard)
+    counts.extra = dict(sizes)
+    return {"shard": str(shard), "memory": str(memory.path), "system": system, "counts": counts.as_dict(),
+            "seconds": round(time.time() - started, 3)}
 
 
 def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMemory, *, fields: Iterable[str] = FIELDS,
@@ -195,14 +279,17 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
     """
     fields = _check_fields(fields, limit)
     planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
-    records = [_plan_record(item, planner) for f in fields for item in _load(dataset, f, limit)]
-    all_units = [u for r in records for u in (*units(r.title), *units(r.text))]
-    unique = sorted({u.masked for u in all_units})
+    counts = Counts()
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
-    known = memory.lookup(system, unique)
-    misses = [s for s in unique if s not in known]
-    summary = {"segments_total": len(all_units), "segments_unique": len(unique), "from_memory": len(known),
-               "to_translate": len(misses), "characters_to_translate": translator.billable_characters(misses),
+    unique = known = characters = 0
+    with SegmentStore(memory.path.parent) as store:
+        _plan(dataset, fields, limit, planner, store, counts)
+        for chunk in chunks(store.ordered("main"), 2000):
+            found = memory.lookup(system, chunk)
+            unique, known = unique + len(chunk), known + len(found)
+            characters += translator.billable_characters([s for s in chunk if s not in found])
+    summary = {"segments_total": counts.segments_total, "segments_unique": unique, "from_memory": known,
+               "to_translate": unique - known, "characters_to_translate": characters,
                "split_long": planner.long_sentences}
     cost = translator.estimate_cost(summary["characters_to_translate"])
     if cost is not None:
@@ -230,14 +317,93 @@ def _planner(translator: Translator, verbatim: str, verbatim_kinds: tuple[str, .
     return Planner(translator.src, mode, kinds, min(limits) if limits else None, translator.count_tokens), (mode, kinds)
 
 
-def _plan_record(item: Doc | Query, planner: Planner) -> _Record:
-    title = planner.plan(item.title) if isinstance(item, Doc) else []
-    return _Record(item, title, planner.plan(item.text))
+def _records(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None) -> Iterator[tuple[str, Doc | Query]]:
+    """``(field, record)`` for the first ``limit`` records of each field, streamed from disk."""
+    for name in fields:
+        items = dataset.iter_corpus() if name == "corpus" else beir_io.iter_queries(dataset.queries_path)
+        yield from ((name, item) for item in islice(items, limit))
 
 
-def _write(dataset: BeirDataset, output: Path, records: dict[str, list[_Record]], translations: dict[str, str],
-           fallbacks: dict[Unit, list[Part]], fields: tuple[str, ...]) -> dict[str, str]:
-    """Write corpus, queries and qrels; return ``{relative path: how it was produced}``."""
+def _parts(item: Doc | Query, planner: Planner) -> tuple[list[Part], list[Part]]:
+    """The parts of a record's title and text."""
+    return (planner.plan(item.title) if isinstance(item, Doc) else []), planner.plan(item.text)
+
+
+def _plan(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None, planner: Planner, store: SegmentStore,
+          counts: Counts) -> dict[str, int]:
+    """Put every segment to translate into ``store`` (``n``: its number of placeholders); records per field."""
+    sizes = dict.fromkeys(fields, 0)
+    for name, item in _records(dataset, fields, limit):
+        sizes[name] += 1
+        for parts in _parts(item, planner):
+            for unit in units(parts):
+                counts.segments_total += 1
+                store.add("main", unit.masked, len(unit.tokens))
+    return sizes
+
+
+def _translate(store: SegmentStore, table: str, executor, memory: TranslationMemory, system: str, batch_size: int,
+               counts: Counts, progress: bool, desc: str, shard: Shard | None = None) -> None:
+    """Translate the segments of ``table`` (those of the batches ``shard`` owns, if given)."""
+    def plan() -> Iterator[list[str]]:
+        every = chunks(store.ordered(table), batch_size)
+        return every if shard is None else (b for b in every if shard.owns(batch_key(b)))
+
+    total = store.count(table) if shard is None else sum(len(b) for b in plan())
+    counts.segments_unique += total
+    bar = Progress(total, desc, progress)
+    try:
+        translate_batches(plan, executor, memory, system, counts, bar)
+    finally:
+        bar.close()
+
+
+def _find_fallbacks(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None, planner: Planner,
+                    store: SegmentStore, memory: TranslationMemory, system: str) -> tuple[int, int]:
+    """Plan the fallbacks of units whose translation lost a placeholder (table ``fallback``).
+
+    The memory tells which masked segments lost one; only then are the records read again, since the
+    fallback splits the *source* of each unit around its tokens. Returns (distinct units that fell back,
+    segments their fallbacks add).
+    """
+    for chunk in chunks(store.flagged("main"), 2000):
+        found = memory.lookup(system, [s for s, _ in chunk])
+        for segment, n in chunk:
+            if segment in found and unmask(found[segment], ("",) * n) is None:
+                store.add("failed", segment)
+    if not store.count("failed"):
+        return 0, 0
+    for chunk in chunks(_records(dataset, fields, limit), RECORDS_PER_CHUNK):
+        candidates = [u for _, item in chunk for parts in _parts(item, planner) for u in units(parts) if u.tokens]
+        failed = store.contains("failed", (u.masked for u in candidates))
+        candidates = [u for u in candidates if u.masked in failed]
+        found = memory.lookup(system, {u.masked for u in candidates})
+        for unit in candidates:
+            if lost_placeholders(unit, found):
+                extra = [x.masked for x in units(planner.fallback(unit))]
+                store.add("fallback_units", json.dumps([unit.source, unit.masked, unit.tokens], ensure_ascii=False),
+                          len(extra))
+                for segment in extra:
+                    store.add("fallback", segment)
+    return store.count("fallback_units"), store.total("fallback_units")
+
+
+def _merge_shards(memory: TranslationMemory, system: str, count: int) -> list[Path]:
+    """Merge the memories of shards 1..``count`` into ``memory``; fail naming any shard whose file is missing."""
+    paths = [Shard(i, count).memory_path(memory.path) for i in range(1, count + 1)]
+    absent = [f"shard {i}/{count} ({path} does not exist)" for i, path in enumerate(paths, 1) if not path.is_file()]
+    if absent:
+        raise BeirxError(f"cannot assemble, nothing was written: missing {'; '.join(absent)}. Run the same command "
+                         f"with --shard I/{count} for each")
+    for i, path in enumerate(paths, 1):
+        added = memory.merge(path, system)
+        log.info("shard %d/%d: %d segments merged from %s", i, count, added, path)
+    return paths
+
+
+def _write(dataset: BeirDataset, output: Path, fields: tuple[str, ...], limit: int | None, planner: Planner,
+           memory: TranslationMemory, system: str) -> dict[str, str]:
+    """Write corpus, queries and qrels by streaming; return ``{relative path: how it was produced}``."""
     output.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
     for field_name, source in (("corpus", dataset.corpus_path), ("queries", dataset.queries_path)):
@@ -246,18 +412,31 @@ def _write(dataset: BeirDataset, output: Path, records: dict[str, list[_Record]]
             _copy(source, target)
             files[source.name] = "copied"
             continue
-        recs = records[field_name]
-        if field_name == "corpus":
-            beir_io.write_corpus(target, (r.item.with_text(render(r.text, translations, fallbacks),
-                                                           render(r.title, translations, fallbacks)) for r in recs))
-        else:
-            beir_io.write_queries(target, (r.item.with_text(render(r.text, translations, fallbacks)) for r in recs))
+        rendered = _rendered(dataset, field_name, limit, planner, memory, system)
+        (beir_io.write_corpus if field_name == "corpus" else beir_io.write_queries)(target, rendered)
         files[source.name] = "translated"
     for split in dataset.splits():
         source = dataset.qrels_path(split)
         _copy(source, output / "qrels" / source.name)
         files[f"qrels/{source.name}"] = "copied"
     return files
+
+
+def _rendered(dataset: BeirDataset, field_name: str, limit: int | None, planner: Planner, memory: TranslationMemory,
+              system: str) -> Iterator[Doc | Query]:
+    """The translated records of one field, in source order, a chunk of records per memory lookup."""
+    for chunk in chunks(_records(dataset, (field_name,), limit), RECORDS_PER_CHUNK):
+        planned = [(item, *_parts(item, planner)) for _, item in chunk]
+        every = [u for _, title, text in planned for u in (*units(title), *units(text))]
+        translations = memory.lookup(system, {u.masked for u in every})
+        fallbacks: dict[Unit, list[Part]] = {u: planner.fallback(u) for u in every if lost_placeholders(u, translations)}
+        if fallbacks:
+            translations.update(memory.lookup(system, {x.masked for p in fallbacks.values() for x in units(p)}))
+        for item, title, text in planned:
+            if isinstance(item, Doc):
+                yield item.with_text(render(text, translations, fallbacks), render(title, translations, fallbacks))
+            else:
+                yield item.with_text(render(text, translations, fallbacks))
 
 
 def _copy(source: Path, target: Path) -> None:

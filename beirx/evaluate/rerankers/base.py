@@ -12,7 +12,7 @@ import logging
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from beirx.data.records import Doc, Query
@@ -77,11 +77,12 @@ class Reranker(ABC):
         """One relevance score per document, in the given order."""
         return self._scores([(query, doc) for doc in docs])
 
-    def rerank(self, queries: dict[str, Query], corpus: dict[str, Doc], first_stage: Run, depth: int = RERANK_DEPTH) -> Run:
+    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run, depth: int = RERANK_DEPTH) -> Run:
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
 
         Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
-        are the first stage's own, so reranking can only reorder a query's candidates.
+        are the first stage's own, so reranking can only reorder a query's candidates. ``corpus`` is any
+        mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading documents from disk.
         """
         if depth < 1:
             raise BeirxError(f"rerank depth must be at least 1, got {depth}")

@@ -25,6 +25,7 @@ import importlib.metadata
 import logging
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 from beirx.checksums import cache_key, corpus_checksum
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
+from beirx.data.doc_store import DocStore, DocTexts
 from beirx.data.download import file_lock
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
@@ -192,27 +194,51 @@ class DenseRetriever(Retriever):
 
     def _encode_corpus(self, dataset: BeirDataset, cache: EmbeddingCache | None, meta: dict[str, Any]) -> None:
         """Encode every document, into ``cache`` (resumable) or, without one, into memory."""
-        docs = list(dataset.iter_corpus())
-        doc_ids = [d.id for d in docs]
-        texts = [document_text(d) for d in docs]
-        del docs
+        with DocStore.for_dataset(dataset) as store:  # texts are read from disk batch by batch, never all held
+            doc_ids = list(store)
+            self._encode_texts(doc_ids, DocTexts(store, doc_ids, document_text), cache, meta)
+
+    def _encode_texts(self, doc_ids: list[str], texts: Sequence[str], cache: EmbeddingCache | None,
+                      meta: dict[str, Any]) -> None:
+        """Encode ``texts`` in length order; on several GPUs through sentence-transformers' multi-process pool
+        (one process per GPU, each fed a share of every step of ``batch_size x GPUs x 4`` texts)."""
         model = self.model()
         dim = embedding_dimension(model)
         start = time.perf_counter()
+        gpus = self._gpus()
+        pool = model.start_multi_process_pool(gpus) if gpus else None
+        step = self.batch_size * len(gpus) * 4 if gpus else self.batch_size
 
         def encode_batch(batch: list[str]) -> np.ndarray:
-            return self.encode(batch, self.passage_prompt)
+            if pool is None:
+                return self.encode(batch, self.passage_prompt)
+            return np.asarray(model.encode(batch, prompt=self.passage_prompt, batch_size=self.batch_size, pool=pool,
+                                           convert_to_numpy=True, normalize_embeddings=self.similarity == "cosine",
+                                           show_progress_bar=False), dtype=np.float32)
 
-        order = self.encoding_order(texts)
-        if cache is not None:
-            self.embeddings, self.doc_ids = cache.build(doc_ids, texts, encode_batch, dim, self.batch_size, meta,
-                                                        order, self.show_progress)
-        else:
-            matrix = np.zeros((len(texts), dim), dtype=np.float32)
-            encode_into(matrix, texts, encode_batch, self.batch_size, order, show_progress=self.show_progress,
-                        desc=f"encode {self.files.name}")
-            self.embeddings, self.doc_ids = matrix, doc_ids
+        try:
+            order = self.encoding_order(texts)
+            if cache is not None:
+                self.embeddings, self.doc_ids = cache.build(doc_ids, texts, encode_batch, dim, step, meta, order,
+                                                            self.show_progress)
+            else:
+                matrix = np.zeros((len(texts), dim), dtype=np.float32)
+                encode_into(matrix, texts, encode_batch, step, order, show_progress=self.show_progress,
+                            desc=f"encode {self.files.name}")
+                self.embeddings, self.doc_ids = matrix, doc_ids
+        finally:
+            if pool is not None:
+                model.stop_multi_process_pool(pool)
         self.encode_seconds = round(time.perf_counter() - start, 3)
+
+    def _gpus(self) -> list[str]:
+        """Every visible GPU when the device is plain ``cuda`` and there are several; else none (one device)."""
+        if self._device() != "cuda":
+            return []
+        import torch
+
+        count = torch.cuda.device_count()
+        return [f"cuda:{i}" for i in range(count)] if count > 1 else []
 
     # -- search --------------------------------------------------------------------------------
     def search(self, queries: dict[str, Query], k: int) -> Run:
