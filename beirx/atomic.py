@@ -7,6 +7,7 @@ truncated mix; this is what lets a killed run be restarted without losing anythi
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import json
@@ -17,6 +18,13 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it; there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path | str, gzip_: bool = False, binary: bool = False) -> Iterator[IO]:
     """Yield a file handle whose content replaces ``path`` only if the block completes."""
@@ -24,6 +32,7 @@ def atomic_writer(path: Path | str, gzip_: bool = False, binary: bool = False) -
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~current_umask())  # as open() would create it, not mkstemp's 0600
         with os.fdopen(fd, "wb") as raw:
             if gzip_:
                 # mtime=0 keeps gzip output byte-identical across runs.
@@ -64,11 +73,38 @@ def atomic_dir(target: Path | str) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())  # as mkdir() would create it, not mkdtemp's 0700
     try:
         yield tmp
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        _publish_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _publish_dir(tmp: Path, target: Path) -> None:
+    """Move ``tmp`` to ``target``, replacing it; safe when several processes publish the same target.
+
+    An existing ``target`` is first renamed to a unique trash name (atomic, so two processes never delete
+    the same folder under each other), then ``tmp`` takes its place. If another process published in the
+    meantime, its folder is moved aside the same way and this process retries.
+    """
+    import shutil
+
+    for _ in range(20):
+        if target.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            try:
+                os.replace(target, trash)
+            except FileNotFoundError:  # another process moved it first
+                pass
+            except OSError:  # trash not empty or similar: fall through and retry
+                pass
+            shutil.rmtree(trash, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+    raise OSError(errno.EEXIST, "could not publish the folder: other processes keep replacing it", str(target))

@@ -190,12 +190,14 @@ def test_http_404_fails_at_once(server, tmp_path):
     assert len(server.requests) == 1
 
 
-def test_unreachable_server_is_retried_then_reported(tmp_path):
+def test_unreachable_server_fails_at_once_with_offline_hints(tmp_path):
+    """Connection refused (like a DNS failure) cannot be fixed by retrying (issue 14): one attempt, then the
+    message says what to use instead."""
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(BeirxError, match="failed after 2 attempts"):
-        download_file(f"http://127.0.0.1:{port}/x.zip", tmp_path / "x.zip", attempts=2, backoff=0, timeout=5)
+    with pytest.raises(BeirxError, match=r"cannot reach .*\(connection refused\).*BEIRX_BEIR_URL.*hf:"):
+        download_file(f"http://127.0.0.1:{port}/x.zip", tmp_path / "x.zip", attempts=5, backoff=60, timeout=5)
 
 
 # -- safe extraction -------------------------------------------------------------------------------

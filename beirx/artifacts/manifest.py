@@ -80,6 +80,8 @@ class TranslationManifest(Artifact):
     untranslated_fields: list[str] = fld("fields copied unchanged")
     counts: dict[str, int] = fld("segments total/unique/from memory/translated, batches, records per field ...")
     timings: dict[str, float] = fld("seconds per step and in total")
+    cost: dict[str, Any] | None = optional("paid backends: estimated_usd, max_cost_usd, characters_estimated, "
+                                           "characters_sent, spent_usd (list price)")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=now)
 

@@ -61,9 +61,14 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:
+    from beirx.redact import RedactingFilter
+
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
+    for handler in logging.getLogger().handlers:  # every log line loses URL credentials
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
     if verbose < 2:  # third-party chatter stays out of the way unless debugging
         for noisy in ("bm25s", "urllib3", "httpx", "filelock", "datasets", "huggingface_hub", "sentence_transformers",
                       "elastic_transport", "opensearch"):
@@ -73,15 +78,29 @@ def configure_logging(verbose: int, quiet: bool) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version (0) or a bad option value (2)
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
     configure_logging(args.verbose, args.quiet)
+    from beirx.cli.errors import describe, expected_errors
+
     try:
         return int(args.handler(args) or 0)
-    except BeirxError as exc:
-        print(f"beirx {args.command}: error: {exc}", file=sys.stderr)
+    except expected_errors() as exc:
+        if args.verbose:
+            import traceback
+
+            from beirx.redact import redact_text
+
+            print(redact_text("".join(traceback.format_exception(exc))), file=sys.stderr, end="")
+        hint = "" if args.verbose else " (run with -v for the traceback)"
+        if isinstance(exc, BeirxError):
+            hint = ""
+        print(f"beirx {args.command}: error: {describe(exc)}{hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"beirx {args.command}: interrupted; completed work is kept and a rerun resumes", file=sys.stderr)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.argtypes import non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults
@@ -38,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", action="append", default=None,
                         help="label of each evaluated system, in order (default: a short readable tag)")
     parser.add_argument("--split", default=None, help="qrels split (default: the catalogue's test split, else 'test')")
-    parser.add_argument("--output", type=Path, default=None,
+    parser.add_argument("--output", type=output_dir, default=None,
                         help=f"folder for run and results files (default {defaults.OUTPUT})")
-    parser.add_argument("--top-k", type=int, default=defaults.TOP_K,
+    parser.add_argument("--top-k", type=positive_int, default=defaults.TOP_K,
                         help=f"documents retrieved per query (default {defaults.TOP_K})")
     parser.add_argument("--ignore-identical-ids", action=argparse.BooleanOptionalAction, default=None,
                         help="drop documents whose ID equals the query ID (default: from the catalogue)")
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fuse.add_argument("--normalization", choices=defaults.NORMALIZATIONS, default=defaults.NORMALIZATION,
                       help=f"score normalisation before a score-based fusion (default {defaults.NORMALIZATION})")
     fuse.add_argument("--weights", help="comma-separated weights, one per first-stage system (default equal)")
-    fuse.add_argument("--rrf-k", type=int, default=defaults.RRF_K,
+    fuse.add_argument("--rrf-k", type=non_negative_int, default=defaults.RRF_K,
                       help=f"RRF constant k (default {defaults.RRF_K}, Cormack et al. 2009)")
     rerank = parser.add_argument_group("reranking")
     rerank.add_argument("--reranker", action="append", default=None,
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "candidates")
     rerank.add_argument("--reranker-model", action="append", default=None,
                         help="model of each --reranker, in the same order (default: the language's)")
-    rerank.add_argument("--rerank-depth", type=int, default=defaults.RERANK_DEPTH,
+    rerank.add_argument("--rerank-depth", type=positive_int, default=defaults.RERANK_DEPTH,
                         help=f"first-stage documents reranked (default {defaults.RERANK_DEPTH})")
     rerank.add_argument("--first-stage", default=None,
                         help="what the rerankers rerank: a TREC run file, or one of the first-stage systems "
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         RERANKERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--reranker {name})"))
     parser.add_argument("--no-index-cache", action="store_true",
                         help="recompute indexes, embeddings and runs instead of loading cached ones")
-    parser.add_argument("--mteb-results", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--mteb-results", type=output_dir, default=None, metavar="DIR",
                         help="also write MTEB-format results ({model}/{revision}/{task}.json) under DIR")
     parser.add_argument("--mteb-task", default=None,
                         help="MTEB task name for --mteb-results (default: the catalogue's, English only)")
@@ -105,9 +106,12 @@ def _plan(args):
 def _mteb_writer(args, plan):
     """Writes MTEB-format results after each system; every task name is checked before any work."""
     from beirx.evaluate.runner import resolve_target
+    from beirx.paths import check_segment
     from beirx.publish.mteb_results import catalogue_task_name, write_mteb_results
 
-    if not args.mteb_task:
+    if args.mteb_task:
+        check_segment(args.mteb_task, "MTEB task name")  # it becomes a file name: checked before any work
+    else:
         for target in plan.datasets:
             for pair in target.pairs:
                 catalogue_task_name(resolve_target(target, pair.corpus).name, pair.corpus)

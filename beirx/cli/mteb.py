@@ -6,6 +6,9 @@ import argparse
 import re
 from pathlib import Path
 
+from beirx.argtypes import positive_int
+from beirx.errors import BeirxError
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
@@ -26,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="also run mteb.evaluate with this sentence-transformers model (name or folder)")
     task.add_argument("--results", type=Path, default=Path("mteb-results"),
                       help="MTEB results folder for --evaluate (default ./mteb-results)")
-    task.add_argument("--batch-size", type=int, default=32, help="encoding batch size for --evaluate")
+    task.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size for --evaluate")
 
     res = sub.add_parser("results", help="convert beirx results JSON files to MTEB's results format",
                          description="Write {model}/{revision}/{task}.json files that mteb.TaskResult loads.")

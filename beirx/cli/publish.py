@@ -11,6 +11,7 @@ from pathlib import Path
 
 from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
+from beirx.redact import redact_url
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +52,10 @@ def _dataset(args) -> int:
     from beirx.data.resolve import resolve_dataset
     from beirx.publish.hub import export_dataset, local_files, push_folder
 
+    from beirx.paths import confined
+
     dataset = resolve_dataset(args.path, lang=args.lang)
-    out = args.output or cache_dir("hub") / "exports" / args.repo
+    out = args.output or confined(cache_dir("hub") / "exports", *args.repo.split("/"))
     export_dataset(dataset, out, repo_id=args.repo)
     files = local_files(out)
     print(f"exported {dataset.name} ({dataset.lang}) to {out}: {len(files)} files")
@@ -62,7 +65,7 @@ def _dataset(args) -> int:
         return 0
     url = push_folder(out, args.repo, private=args.private, endpoint=args.endpoint,
                       commit_message=f"beirx: {dataset.name} ({dataset.lang})")
-    print(f"pushed to {args.repo}: {url}")
+    print(f"pushed to {args.repo}: {redact_url(url)}")
     return 0
 
 
@@ -87,9 +90,12 @@ def _results(args) -> int:
         return 0
     url = push_folder(folder, args.repo, private=args.private, endpoint=args.endpoint, stale_dirs=(),
                       commit_message="beirx: results")
-    print(f"pushed to {args.repo}: {url}")
+    print(f"pushed to {args.repo}: {redact_url(url)}")
     return 0
 
 
 def run(args) -> int:
+    from beirx.paths import check_repo_id
+
+    check_repo_id(args.repo)  # it becomes a folder name and a Hub URL
     return _dataset(args) if args.what == "dataset" else _results(args)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.argtypes import non_negative_int, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -26,16 +27,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multilingual sentence-transformers model, Hub id or folder (default LaBSE, as BEIR-PL)")
     parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
     parser.add_argument("--fields", default="queries,corpus", help="comma-separated: queries, corpus (default both)")
-    parser.add_argument("--sample", type=int, default=100, help="pairs per field for manual review (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random sample (default 0)")
-    parser.add_argument("--max-items", type=int, help="score a seeded random subset of at most N items per field")
-    parser.add_argument("--batch-size", type=int, default=32, help="encoder batch size (default 32)")
+    parser.add_argument("--sample", type=non_negative_int, default=100, help="pairs per field for manual review (default 100)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every random sample (default 0)")
+    parser.add_argument("--max-items", type=positive_int, help="score a seeded random subset of at most N items per field")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="encoder batch size (default 32)")
     parser.add_argument("--roundtrip-translator", metavar="NAME", help="back-translate a sample with this backend "
                                                                        "(e.g. apertium) and report chrF")
     parser.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
     parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE",
                         help="option of the round-trip backend (repeatable)")
-    parser.add_argument("--roundtrip-sample", type=int, default=200, help="items per field to back-translate (default 200)")
+    parser.add_argument("--roundtrip-sample", type=non_negative_int, default=200, help="items per field to back-translate (default 200)")
     parser.add_argument("--output", type=Path, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
 

@@ -22,6 +22,7 @@ import json
 import logging
 from pathlib import Path
 
+from beirx.argtypes import non_negative_float, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -40,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="backend option, repeatable (e.g. beam_size=1, device=cuda, compute_type=int8)")
     parser.add_argument("--fields", default="corpus,queries",
                         help="comma-separated fields to translate; the others are copied (default corpus,queries)")
-    parser.add_argument("--batch-size", type=int, help="segments per backend call (default: the backend's)")
-    parser.add_argument("--limit", type=int, help="translate only the first N records of each field (a preview)")
-    parser.add_argument("--output", type=Path, help="output folder (default: $BEIRX_HOME/datasets/<name>-<lang>)")
+    parser.add_argument("--batch-size", type=positive_int, help="segments per backend call (default: the backend's)")
+    parser.add_argument("--limit", type=positive_int, help="translate only the first N records of each field (a preview)")
+    parser.add_argument("--output", type=output_dir, help="output folder (default: $BEIRX_HOME/datasets/<name>-<lang>)")
     parser.add_argument("--memory", type=Path,
                         help="translation memory (SQLite; default $BEIRX_HOME/translation_memory/memory.sqlite)")
     parser.add_argument("--verbatim", default="auto", choices=("auto", "placeholders", "split", "off"),
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "around them, or off (default auto: placeholders if the backend keeps them)")
     parser.add_argument("--verbatim-kinds", help="comma-separated subset of url,email,number,code "
                                                  "(default: all with placeholders, url,email with split)")
-    parser.add_argument("--max-segment-tokens", type=int,
+    parser.add_argument("--max-segment-tokens", type=positive_int,
                         help="cut segments to at most this many model tokens (default and cap: the model's limit)")
     parser.add_argument("--dry-run", action="store_true",
                         help="count segments and characters still to translate (and the cost of API backends); "
@@ -58,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-quality", action="store_true", help="skip the quality report after translating")
     parser.add_argument("--quality-encoder", default="sentence-transformers/LaBSE",
                         help="encoder of the quality report: Hub id or folder (default LaBSE)")
-    parser.add_argument("--quality-max-items", type=int,
+    parser.add_argument("--quality-max-items", type=positive_int,
                         help="score a seeded random subset of at most N items per field (default: all)")
     scale = parser.add_argument_group("large datasets")
     scale.add_argument("--shard", metavar="I/N",
@@ -71,8 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="who translates the batches: this process (default) or translator replicas on Ray "
                             "(pip install 'beirx[ray]')")
     scale.add_argument("--ray-address", help="Ray cluster to join: auto or HOST:PORT (default: a local Ray instance)")
-    scale.add_argument("--workers", type=int, default=2, help="translator replicas on Ray (default 2)")
+    scale.add_argument("--workers", type=positive_int, default=2, help="translator replicas on Ray (default 2)")
     scale.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
+    parser.add_argument("--max-cost", type=non_negative_float, default=None, metavar="USD",
+                        help="paid backends (google, deepl): required for a real run; refuse when the estimate "
+                             "exceeds it")
 
 
 def parse_options(pairs: list[str]) -> dict[str, object]:
@@ -108,10 +112,14 @@ def run(args) -> int:
 
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
-    dataset = resolve_dataset(args.dataset, lang=args.src)
-    kinds = _fields(args.verbatim_kinds) if args.verbatim_kinds else None
+    # Backend, options and credential first: a typo or a missing key fails before any download or segmenting.
     translator = TRANSLATORS.get(args.translator)(args.src, args.lang, args.model,
                                                   **parse_options(args.translator_option))
+    paid = bool(getattr(translator, "cost_per_million_chars", None))
+    if paid and not args.dry_run:
+        translator._credential()
+    dataset = resolve_dataset(args.dataset, lang=args.src)
+    kinds = _fields(args.verbatim_kinds) if args.verbatim_kinds else None
     memory_path = args.memory or cache_dir("translation_memory") / "memory.sqlite"
     common = {"fields": _fields(args.fields), "limit": args.limit, "verbatim": args.verbatim,
               "verbatim_kinds": kinds, "max_segment_tokens": args.max_segment_tokens}
@@ -122,6 +130,9 @@ def run(args) -> int:
         with TranslationMemory(memory_path) as memory:
             print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
         return 0
+    if paid and args.shard and args.max_cost is None:
+        raise BeirxError(f"{args.translator} is a paid service: pass --max-cost USD for each shard (the estimate of "
+                         "the whole dataset is printed by --dry-run)")
     with _executor(args, translator) as executor:
         if args.shard:
             shard = Shard.parse(args.shard)
@@ -135,8 +146,21 @@ def run(args) -> int:
         assemble = (args.assemble or shard_count(memory_path)) if args.assemble is not None else None
         output = args.output or default_output(dataset, args.lang, args.limit)
         with TranslationMemory(memory_path) as memory:
+            budget = _check_budget(pipeline.dry_run(dataset, translator, memory, **common), args) if paid else None
+            sent = _count_billed(translator) if paid else None
             manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
                                                   progress=progress, executor=executor, assemble=assemble, **common)
+    if paid:
+        import dataclasses
+
+        measured = args.executor == "local"  # Ray replicas bill in their own processes: the estimate is the bound
+        spent = translator.estimate_cost(sent[0]) if measured else {"estimated_cost_usd": None}
+        manifest = dataclasses.replace(manifest, cost={**budget, "characters_sent": sent[0] if measured else None,
+                                                       "spent_usd": spent["estimated_cost_usd"]})
+        manifest.save(output / pipeline.MANIFEST)
+        if measured:
+            print(f"cost: USD {spent['estimated_cost_usd']:.2f} at list price for {sent[0]:,} characters "
+                  f"(recorded in {pipeline.MANIFEST})")
     counts, timings = manifest.counts, manifest.timings
     print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
           f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
@@ -166,6 +190,33 @@ def _executor(args, translator):
         yield executor
     finally:
         executor.close()
+
+
+def _check_budget(plan: dict, args) -> dict:
+    """Print the estimate of a paid run; require ``--max-cost`` and refuse when the estimate exceeds it."""
+    cost = plan["cost"]
+    estimate = cost["estimated_cost_usd"] or 0.0
+    print(f"estimate: {cost['characters']:,} characters to send to {args.translator} = USD {estimate:.2f} at list "
+          f"price ({cost.get('price_source') or 'see the backend docs'})")
+    if args.max_cost is None:
+        raise BeirxError(f"{args.translator} is a paid service: pass --max-cost USD to allow this run (estimate "
+                         f"USD {estimate:.2f}), or --dry-run to see the counts only")
+    if estimate > args.max_cost:
+        raise BeirxError(f"the estimate USD {estimate:.2f} exceeds --max-cost {args.max_cost:.2f}; nothing was sent")
+    return {"estimated_usd": estimate, "max_cost_usd": args.max_cost, "characters_estimated": cost["characters"]}
+
+
+def _count_billed(translator) -> list[int]:
+    """Count the billable characters actually sent (wraps ``translate_batch``); returns the live counter."""
+    sent = [0]
+    batch = translator.translate_batch
+
+    def counting(segments):
+        sent[0] += translator.billable_characters(segments)
+        return batch(segments)
+
+    translator.translate_batch = counting
+    return sent
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", type=Path, help="BEIR folder to check")
+    parser.add_argument("path", help="BEIR folder to check, or hf:ORG/NAME (or hf:/local/copy) of a Hub dataset")
     parser.add_argument("--against", type=Path, default=None,
                         help="source dataset: also check that IDs and qrels are identical (for translations)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -17,7 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from beirx.data.validate import validate_dataset
 
-    report = validate_dataset(args.path, against=args.against)
+    path = Path(args.path)
+    if args.path.startswith("hf:"):  # as every other command takes it: the converted BEIR folder is checked
+        from beirx.data.resolve import resolve_dataset
+
+        path = resolve_dataset(args.path).root
+        print(f"{args.path}: {path}")
+    report = validate_dataset(path, against=args.against)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0 if report.ok else 1

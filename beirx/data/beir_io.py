@@ -14,11 +14,13 @@ import gzip
 import io
 import json
 import logging
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from beirx.atomic import atomic_writer
+from beirx.data.ids import INT32, id_problem, text_problem
 from beirx.data.records import Doc, Qrels, Query
 from beirx.errors import DataError
 
@@ -28,11 +30,40 @@ QRELS_HEADER = ("query-id", "corpus-id", "score")
 
 
 def find_file(root: Path, stem: str) -> Path | None:
-    """``root/stem.jsonl`` or ``root/stem.jsonl.gz``, whichever exists."""
-    for name in (f"{stem}.jsonl", f"{stem}.jsonl.gz"):
-        if (root / name).is_file():
-            return root / name
+    """``root/stem.jsonl`` or ``root/stem.jsonl.gz``, whichever exists.
+
+    Both present is ambiguous unless they hold the same text (then the plain file is used): which one a
+    tool picks would otherwise decide the numbers silently.
+    """
+    plain, packed = root / f"{stem}.jsonl", root / f"{stem}.jsonl.gz"
+    for path in (plain, packed):
+        if path.exists() and not path.is_file():
+            raise DataError(path, "expected a file, found a folder or special file")
+    if plain.is_file() and packed.is_file():
+        if not _same_text(plain, packed):
+            raise DataError(root, f"both {plain.name} and {packed.name} exist and differ: delete the one that is "
+                                  "not the dataset")
+        return plain
+    for path in (plain, packed):
+        if path.is_file():
+            return path
     return None
+
+
+def _same_text(plain: Path, packed: Path) -> bool:
+    import hashlib
+
+    digests = []
+    for path, opener in ((plain, open), (packed, gzip.open)):
+        h = hashlib.sha256()
+        try:
+            with opener(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(path, f"cannot read ({exc})") from exc
+        digests.append(h.digest())
+    return digests[0] == digests[1]
 
 
 def open_text(path: Path, mode: str = "r") -> IO[str]:
@@ -52,43 +83,74 @@ def _iter_json_records(path: Path, errors: list[DataError] | None, require_text:
     """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs."""
     seen: set[str] = set()
     any_line = False
-    with open_text(path) as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            any_line = True
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                _fail(errors, DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line_no))
-                continue
-            if not isinstance(obj, dict):
-                _fail(errors, DataError(path, "expected a JSON object", line_no))
-                continue
-            raw_id = obj.get("_id")
-            if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-                _fail(errors, DataError(path, "missing '_id'", line_no))
-                continue
-            if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-                _fail(errors, DataError(path, f"'_id' must be a string, got {type(raw_id).__name__}", line_no))
-                continue
-            if require_text and not isinstance(obj.get("text"), str):
-                what = "missing 'text'" if "text" not in obj else f"'text' must be a string, got {type(obj['text']).__name__}"
-                _fail(errors, DataError(path, what, line_no))
-                continue
-            title = obj.get("title", "")
-            if title is not None and not isinstance(title, str):
-                _fail(errors, DataError(path, f"'title' must be a string, got {type(title).__name__}", line_no))
-                continue
-            doc_id = str(raw_id)
-            if doc_id in seen:
-                _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
-                continue
-            seen.add(doc_id)
-            obj["_id"] = doc_id
-            yield line_no, obj
+    for line_no, line in read_lines(path):
+        if not line.strip():
+            continue
+        any_line = True
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            _fail(errors, DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line_no))
+            continue
+        except RecursionError:
+            _fail(errors, DataError(path, "JSON nested too deeply", line_no))
+            continue
+        if not isinstance(obj, dict):
+            _fail(errors, DataError(path, "expected a JSON object", line_no))
+            continue
+        raw_id = obj.get("_id")
+        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+            _fail(errors, DataError(path, "missing '_id'", line_no))
+            continue
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+            _fail(errors, DataError(path, f"'_id' must be a string, got {type(raw_id).__name__}", line_no))
+            continue
+        if require_text and not isinstance(obj.get("text"), str):
+            what = "missing 'text'" if "text" not in obj else f"'text' must be a string, got {type(obj['text']).__name__}"
+            _fail(errors, DataError(path, what, line_no))
+            continue
+        title = obj.get("title", "")
+        if title is not None and not isinstance(title, str):
+            _fail(errors, DataError(path, f"'title' must be a string, got {type(title).__name__}", line_no))
+            continue
+        doc_id = str(raw_id)
+        problem = id_problem(doc_id)
+        if problem is None and "\\u" in line:  # lone surrogates can only arrive as JSON escapes
+            problem = text_problem(obj.get("text") or "", title or "")
+        if problem:
+            _fail(errors, DataError(path, problem, line_no))
+            continue
+        if doc_id in seen:
+            _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
+            continue
+        seen.add(doc_id)
+        obj["_id"] = doc_id
+        yield line_no, obj
     if not any_line:
         _fail(errors, DataError(path, "file is empty"))
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line_no, line)`` of a UTF-8 text file (plain or gzip; a leading BOM is dropped).
+
+    Lines are split as bytes and decoded one by one, so a decoding error names its exact line; gzip
+    and I/O failures also become :class:`DataError` with the line being read.
+    """
+    line_no = 0
+    try:
+        with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as fh:
+            for line_no, raw in enumerate(fh, 1):
+                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                yield line_no, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not valid UTF-8 ({exc.reason} at byte {exc.start} of the line); re-encode the "
+                              "file as UTF-8", line_no) from exc
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataError(path, f"compressed data is truncated or not gzip ({exc or type(exc).__name__}); "
+                              "download or write the file again", line_no + 1) from exc
+    except OSError as exc:
+        raise DataError(path, f"cannot read: {exc.strerror or exc}", line_no + 1) from exc
 
 
 def iter_corpus(path: Path, errors: list[DataError] | None = None) -> Iterator[Doc]:
@@ -117,33 +179,43 @@ def read_qrels(path: Path, errors: list[DataError] | None = None) -> Qrels:
     path = Path(path)
     qrels: Qrels = {}
     rows = 0
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        for line_no, line in enumerate(fh, 1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            cols = line.split("\t")
-            if line_no == 1 and len(cols) == 3 and not _is_int(cols[2]):
-                continue  # header
-            if len(cols) != 3:
-                _fail(errors, DataError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cols)}", line_no))
-                continue
-            qid, did, score = (c.strip() for c in cols)
-            if not qid or not did:
-                _fail(errors, DataError(path, "empty query-id or corpus-id", line_no))
-                continue
-            if not _is_int(score):
-                _fail(errors, DataError(path, f"score must be an integer, got {score!r}", line_no))
-                continue
-            rel = int(score)
-            prev = qrels.setdefault(qid, {}).get(did)
-            if prev is not None and prev != rel:
-                _fail(errors, DataError(path, f"conflicting duplicate judgement for ({qid}, {did}): {prev} and {rel}", line_no))
-                continue
-            if prev is not None:
-                log.warning("%s:%d: duplicate judgement for (%s, %s) kept once", path, line_no, qid, did)
-            qrels[qid][did] = rel
-            rows += 1
+    if not path.is_file():
+        raise DataError(path, "qrels file not found" if not path.exists() else "expected a file, found a folder")
+
+    for line_no, line in read_lines(path):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if line_no == 1 and len(cols) == 3 and not _is_int(cols[2]):
+            continue  # header
+        if len(cols) != 3:
+            _fail(errors, DataError(path, f"expected 3 tab-separated columns (query-id, corpus-id, score), got {len(cols)}", line_no))
+            continue
+        qid, did, score = cols[0], cols[1], cols[2].strip()
+        if not qid or not did:
+            _fail(errors, DataError(path, "empty query-id or corpus-id", line_no))
+            continue
+        problem = id_problem(qid) or id_problem(did)
+        if problem:
+            _fail(errors, DataError(path, problem, line_no))
+            continue
+        if not _is_int(score):
+            _fail(errors, DataError(path, f"score must be an integer, got {score!r}", line_no))
+            continue
+        rel = int(score)
+        if not INT32[0] <= rel <= INT32[1]:
+            _fail(errors, DataError(path, f"score {rel} does not fit a 32-bit integer (pytrec_eval's relevance)",
+                                    line_no))
+            continue
+        prev = qrels.setdefault(qid, {}).get(did)
+        if prev is not None and prev != rel:
+            _fail(errors, DataError(path, f"conflicting duplicate judgement for ({qid}, {did}): {prev} and {rel}", line_no))
+            continue
+        if prev is not None:
+            log.warning("%s:%d: duplicate judgement for (%s, %s) kept once", path, line_no, qid, did)
+        qrels[qid][did] = rel
+        rows += 1
     if rows == 0:
         _fail(errors, DataError(path, "qrels file has no judgements"))
     return qrels

@@ -54,7 +54,9 @@ class BeirDataset:
         return path
 
     def qrels_path(self, split: str) -> Path:
-        path = self.root / "qrels" / f"{split}.tsv"
+        from beirx.paths import check_segment, confined
+
+        path = confined(self.root / "qrels", f"{check_segment(split, 'split')}.tsv")
         if not path.is_file():
             have = ", ".join(self.splits()) or "none"
             raise DataError(path, f"no qrels for split {split!r} (available: {have})")

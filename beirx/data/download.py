@@ -26,11 +26,41 @@ from tqdm import tqdm
 
 from beirx import __version__
 from beirx.errors import BeirxError
+from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 CHUNK = 1 << 16
+
+
+OFFLINE_HINT = ("If you are offline: pass a local BEIR folder with --dataset DIR, set $BEIRX_BEIR_URL to a "
+                "mirror (a file:// folder works), or use hf:/path/to/local/copy.")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """DNS failure or connection refused: the host is not there, so retrying is only a delay."""
+    import errno
+    import socket
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, socket.gaierror) or type(exc).__name__ == "NameResolutionError":
+            return True
+        if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
+            return True
+        if "Failed to resolve" in str(exc) or "Name or service not known" in str(exc) or \
+                "Connection refused" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__ or (exc.args[0] if exc.args and isinstance(exc.args[0], BaseException)
+                                                   else None)
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    return "name not resolved" if "resolve" in text or "Name or service" in text else "connection refused"
 
 
 class _Interrupted(Exception):
@@ -97,7 +127,7 @@ def download_file(url: str, dest: Path | str, *, md5: str | None = None, sha256:
             except _Interrupted as exc:
                 have = part.stat().st_size if part.exists() else 0
                 if attempt == attempts:
-                    raise BeirxError(f"download of {url} failed after {attempts} attempts ({exc}); {have:,} bytes "
+                    raise BeirxError(f"download of {redact_url(url)} failed after {attempts} attempts ({exc}); {have:,} bytes "
                                      f"are kept in {part} and the next run resumes from there") from None
                 delay = backoff * 2 ** (attempt - 1)
                 log.warning("download of %s interrupted (%s); attempt %d/%d in %.0f s, resuming at byte %d",
@@ -131,10 +161,14 @@ def _fetch(url: str, part: Path, timeout: float, show: bool) -> None:
                 for chunk in resp.iter_content(chunk_size=CHUNK):
                     fh.write(chunk)
                     bar.update(len(chunk))
-    except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+    except requests.ConnectionError as exc:
+        if offset == 0 and _unreachable(exc):  # no retry can help: fail now, with what to do instead
+            raise BeirxError(f"cannot reach {redact_url(url)} ({_reason(exc)}). {OFFLINE_HINT}") from None
+        raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
+    except (requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
         raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
     except requests.RequestException as exc:
-        raise BeirxError(f"cannot download {url}: {exc}") from exc
+        raise BeirxError(f"cannot download {redact_url(url)}: {exc}") from exc
     size = part.stat().st_size
     if total is not None and size != total:
         if size > total:
@@ -154,7 +188,7 @@ def _write_mode(resp: requests.Response, url: str, part: Path, offset: int) -> s
     if status in RETRY_STATUSES:
         raise _Interrupted(f"HTTP {status} {resp.reason}")
     if status >= 400:
-        raise BeirxError(f"cannot download {url}: HTTP {status} {resp.reason}")
+        raise BeirxError(f"cannot download {redact_url(url)}: HTTP {status} {resp.reason}")
     if status == 206:
         start = _range_start(resp.headers.get("Content-Range", ""))
         if start == offset:

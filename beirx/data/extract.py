@@ -18,12 +18,14 @@ import stat
 import sys
 import tempfile
 import zipfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tqdm import tqdm
 
 from beirx import __version__
+from beirx.atomic import current_umask
 from beirx.data.beir_io import find_file
 from beirx.errors import BeirxError
 
@@ -74,6 +76,7 @@ def safe_extract(archive: Path | str, target: Path | str, *, subdirs: tuple[str,
     except (zipfile.BadZipFile, OSError) as exc:
         raise BeirxError(f"{archive}: not a readable zip archive ({exc})") from exc
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.extract-", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())  # the dataset folder as mkdir() would make it, not mkdtemp's 0700
     try:
         with zf:
             members = [(info, _member_parts(info, archive)) for info in zf.infolist()]
@@ -83,12 +86,20 @@ def safe_extract(archive: Path | str, target: Path | str, *, subdirs: tuple[str,
                       desc=f"extract {archive.name}", disable=not show, file=sys.stderr) as bar:
                 for info, parts in members:
                     dest = tmp.joinpath(*parts)
-                    if info.is_dir():
-                        dest.mkdir(parents=True, exist_ok=True)
-                        continue
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    with zf.open(info) as src, open(dest, "wb") as out:
-                        shutil.copyfileobj(src, out, 1 << 20)
+                    try:
+                        if info.is_dir():
+                            dest.mkdir(parents=True, exist_ok=True)
+                            continue
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        with zf.open(info) as src, open(dest, "wb") as out:
+                            shutil.copyfileobj(src, out, 1 << 20)
+                    except (FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
+                        raise BeirxError(f"{archive}: entry {info.filename!r} clashes with another entry (a file and "
+                                         f"a folder of the same name: {exc.strerror}); the archive is malformed") \
+                            from exc
+                    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                        raise BeirxError(f"{archive}: entry {info.filename!r} is damaged ({exc}); download the "
+                                         "archive again") from exc
                     bar.update(info.file_size)
         root = _content_root(tmp)
         _check_layout(root, subdirs, archive)

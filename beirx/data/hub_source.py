@@ -252,7 +252,9 @@ def _target_name(repo_id: str) -> Path:
     local = Path(repo_id).expanduser()
     if local.is_dir():
         return Path("local") / re.sub(r"[^A-Za-z0-9._-]+", "_", local.resolve().name)
-    return Path(*[re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in repo_id.split("/")])
+    from beirx.paths import check_repo_id
+
+    return Path(*check_repo_id(repo_id, "hf: repository").split("/"))
 
 
 def _dataset_name(repo_id: str, meta: dict[str, Any]) -> str:

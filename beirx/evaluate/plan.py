@@ -130,9 +130,21 @@ def _pair(path: Path, value: Any) -> LanguagePair:
     raise DataError(path, f"a language must be 'xx', 'QUERY2CORPUS' (e.g. pl2en) or {{query, corpus}}, got {value!r}")
 
 
+def _stated(spec: str, pairs: list[LanguagePair], source: str) -> tuple[list[LanguagePair], str, str]:
+    """``(pairs, base language, source)``: with no languages in the grid, what the dataset states
+    (translation.json, dataset card) instead of English."""
+    if source != "default":
+        return pairs, "en", source
+    from beirx.data.language import dataset_language
+
+    lang, stated = dataset_language(spec, None)
+    return ([LanguagePair.of(lang, None)], lang, stated) if stated != "default" else (pairs, "en", source)
+
+
 def _dataset(path: Path, value: Any, pairs: list[LanguagePair], source: str) -> DatasetTarget:
     if isinstance(value, str):
-        return DatasetTarget(spec=value, pairs=pairs, lang_source=source)
+        pairs, base, source = _stated(value, pairs, source)
+        return DatasetTarget(spec=value, pairs=pairs, base_lang=base, lang_source=source)
     if not isinstance(value, dict) or "name" not in value:
         raise DataError(path, f"each dataset needs a 'name' (catalogue name or folder), got {value!r}")
     unknown = set(value) - {"name", "paths", "languages", "label"}
@@ -140,8 +152,9 @@ def _dataset(path: Path, value: Any, pairs: list[LanguagePair], source: str) -> 
         raise DataError(path, f"dataset {value['name']!r}: unknown keys {sorted(unknown)}")
     own = [_pair(path, v) for v in value["languages"]] if "languages" in value else pairs
     source = "given" if "languages" in value else source
+    own, base, source = _stated(str(value["name"]), own, source)
     return DatasetTarget(spec=str(value["name"]), pairs=own, label=value.get("label"), lang_source=source,
-                         paths={str(k): str(v) for k, v in (value.get("paths") or {}).items()})
+                         base_lang=base, paths={str(k): str(v) for k, v in (value.get("paths") or {}).items()})
 
 
 def _grid_systems(path: Path, entries: Any) -> dict[str, System]:
@@ -239,6 +252,18 @@ def _weights(text: str | None) -> list[float] | None:
         raise BeirxError(f"--weights must be comma-separated numbers, e.g. 0.3,0.7; got {text!r}") from None
 
 
+def _first_stage_file(value: str | None, system_names: set[str]) -> Path | None:
+    """``--first-stage`` as a run file, None when it names a system; a missing file or a folder is an error
+    (never silently replaced by BM25)."""
+    if not value or value in system_names:
+        return None
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path
+    what = "is a folder, not a run file" if path.exists() else "is neither an existing run file nor a system name"
+    raise BeirxError(f"--first-stage {value!r} {what}; pass a TREC run file or one of: {', '.join(sorted(system_names))}")
+
+
 def systems_from_args(args) -> dict[str, System]:
     """The systems the flags describe: every first stage, each ``--fusion`` of all of them, then each
     ``--reranker`` on every first stage and fusion (or only on ``--first-stage``)."""
@@ -246,7 +271,7 @@ def systems_from_args(args) -> dict[str, System]:
     from beirx.evaluate.retrievers import RETRIEVERS
 
     first_stage = args.first_stage
-    run_file = Path(first_stage) if first_stage and Path(first_stage).is_file() else None
+    run_file = _first_stage_file(first_stage, set(RETRIEVERS.names()) | set(defaults.FUSION_METHODS))
     names = args.retriever or ([] if run_file else ["bm25"])
     if len(set(names)) != len(names):
         raise BeirxError("each --retriever may be given once; use --config for several variants of one retriever")
@@ -298,7 +323,9 @@ def plan_from_args(args) -> Plan:
     """The plan ``beirx eval --dataset ... --retriever ...`` describes (one dataset, one language pair)."""
     if not args.dataset:
         raise BeirxError("--dataset is required (or describe a grid with --config)")
-    lang, lang_source = (args.lang, "given") if args.lang else ("en", "default")
+    from beirx.data.language import dataset_language
+
+    lang, lang_source = dataset_language(args.dataset, args.lang)
     pair = LanguagePair.of(lang, args.query_lang)
     paths = {pair.query: args.query_dataset} if args.query_dataset and pair.cross_lingual else {}
     is_folder = Path(args.dataset).expanduser().is_dir()

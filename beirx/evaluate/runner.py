@@ -275,19 +275,36 @@ class Stages:
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)
 
 
+def reranker_model(name: str, model: str | None, pack: LanguagePack) -> str:
+    """The model of reranker ``name``: ``model`` or the language's default (:func:`default_model`)."""
+    from beirx.models.defaults import default_model
+
+    model = model or default_model(name, pack.code)
+    if not model:
+        raise BeirxError(f"reranker {name!r} needs a model (--reranker-model): beirx has no default {name} model "
+                         f"for {pack.code!r}")
+    return model
+
+
+def check_reranker_models(systems: list, pack) -> None:
+    """Fail before any work when a reranker among ``systems`` has no model for ``pack``, or its model cannot be
+    found (not a folder, not on the Hub or in its local cache when offline)."""
+    from beirx.models.files import resolve_model
+
+    for model, revision in {(reranker_model(s.reranker, s.params.get("model"), pack), s.params.get("revision"))
+                            for s in systems if isinstance(s, RerankSpec)}:
+        resolve_model(model, revision)
+
+
 _RERANKERS: dict[str, Any] = {}  # loaded rerankers, shared by every system and dataset of a process
 
 
 def _reranker(name: str, params: dict[str, Any], pack: LanguagePack, show_progress: bool, use_cache: bool):
     """The registered reranker ``name``; its model defaults to the language's (:func:`default_model`)."""
     from beirx.evaluate.rerankers import RERANKERS
-    from beirx.models.defaults import default_model
 
     params = dict(params)
-    model = params.pop("model", None) or default_model(name, pack.code)
-    if not model:
-        raise BeirxError(f"reranker {name!r} needs a model (--reranker-model): beirx has no default {name} model "
-                         f"for {pack.code!r}")
+    model = reranker_model(name, params.pop("model", None), pack)
     key = repr((name, model, sorted(params.items()), pack.code, show_progress, use_cache))
     if key not in _RERANKERS:
         _RERANKERS[key] = RERANKERS.get(name)(model, lang=pack.code, show_progress=show_progress,
@@ -319,8 +336,10 @@ def run_experiment(dataset: BeirDataset, pack: LanguagePack, split: str, system:
     query_lang = stages.query_dataset.lang
     stem = result_stem(dataset, split, system.tag(), query_lang)
     output_dir = Path(output_dir)
-    run_path = output_dir / f"{stem}.trec"
-    results_path = output_dir / f"{stem}.json"
+    from beirx.paths import confined
+
+    run_path = confined(output_dir, f"{stem}.trec")
+    results_path = confined(output_dir, f"{stem}.json")
     write_trec(run_path, stage.run, tag=system.tag())
     results = build_results(dataset=dataset, split=split, pack=pack, system=stage.description, evaluation=evaluation,
                             k_values=k_values, ignore_identical_ids=ignore_identical_ids,
@@ -376,6 +395,8 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
             corpus = resolve_target(target, pair.corpus)
             queries = resolve_target(target, pair.query) if pair.cross_lingual else None
             resolved.append((corpus, queries, pair, target.lang_source))
+    for lang in sorted({pair.corpus for _, _, pair, _ in resolved}):  # reranker models too, before any work
+        check_reranker_models(list(plan.systems.values()), get_pack(lang))
     rows: list[Row] = []
     for corpus, queries, pair, lang_source in resolved:
         split = plan.split or test_split_for(corpus.name)

@@ -8,9 +8,12 @@ re-evaluation of that file with ``trec_eval`` all agree even when scores tie.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from beirx.atomic import atomic_writer
+from beirx.data.beir_io import read_lines
+from beirx.data.ids import id_problem
 from beirx.errors import DataError
 
 Run = dict[str, dict[str, float]]
@@ -52,24 +55,28 @@ def read_trec(path: Path | str) -> Run:
     """Read a TREC run file (6 whitespace-separated columns); errors name the file and line."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(path, "run file not found")
+        raise DataError(path, "run file not found" if not path.exists() else "expected a run file, found a folder")
     run: Run = {}
-    with open(path, encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            cols = line.split()
-            if len(cols) != 6:
-                raise DataError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}", line_no)
-            qid, _, did, _, score, _ = cols
-            try:
-                value = float(score)
-            except ValueError:
-                raise DataError(path, f"score is not a number: {score!r}", line_no) from None
-            docs = run.setdefault(qid, {})
-            if did in docs:
-                raise DataError(path, f"document {did!r} appears twice for query {qid!r}", line_no)
-            docs[did] = value
+    for line_no, line in read_lines(path):
+        if not line.strip():
+            continue
+        cols = line.split()
+        if len(cols) != 6:
+            raise DataError(path, f"expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}", line_no)
+        qid, _, did, _, score, _ = cols
+        problem = id_problem(qid) or id_problem(did)
+        if problem:
+            raise DataError(path, problem, line_no)
+        try:
+            value = float(score)
+        except ValueError:
+            raise DataError(path, f"score is not a number: {score!r}", line_no) from None
+        if not math.isfinite(value):
+            raise DataError(path, f"score must be a finite number, got {score!r}", line_no)
+        docs = run.setdefault(qid, {})
+        if did in docs:
+            raise DataError(path, f"document {did!r} appears twice for query {qid!r}", line_no)
+        docs[did] = value
     if not run:
         raise DataError(path, "run file is empty")
     return run

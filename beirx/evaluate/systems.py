@@ -20,6 +20,7 @@ from typing import Any, Union
 
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults
+from beirx.redact import redact_url
 
 _MAX_TAG = 150
 
@@ -33,7 +34,8 @@ def _safe(text: str) -> str:
 
 
 def _param_tag(params: dict[str, Any]) -> list[str]:
-    return [f"{k}_{v}" for k, v in sorted(params.items()) if v is not None]
+    """``key_value`` parts of a tag; URLs lose their credentials first (tags become file names and TREC tags)."""
+    return [f"{k}_{redact_url(v) if isinstance(v, str) else v}" for k, v in sorted(params.items()) if v is not None]
 
 
 def _short(value: Any) -> str:

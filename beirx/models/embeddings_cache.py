@@ -5,7 +5,9 @@ Layout of one entry, ``$BEIRX_HOME/embeddings/<label>-<key>/``:
 - ``embeddings.npy``: ``(num_docs, dim)`` float32 in corpus order, opened read-only with ``mmap_mode="r"``
   so a corpus larger than RAM is searched without loading it;
 - ``doc_ids.json``: the document IDs, row by row;
-- ``meta.json``: everything in the cache key (model, revision, prompt, ...) for humans.
+- ``integrity.json``: row and column counts, sizes and checksums (sampled for a large matrix) of both
+  files, verified before the entry is used (:mod:`beirx.cache_integrity`); a damaged entry is rebuilt;
+- ``meta.json``: everything in the cache key (model, revision, prompt, ...) for humans; written last.
 
 Encoding writes into ``.<label>-<key>.partial/`` and renames the folder when the last row is written, so a
 complete-looking entry is always complete. Callers hold :attr:`EmbeddingCache.lock` (an advisory file
@@ -33,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from beirx.atomic import write_json
+from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,9 @@ def encode_into(out: np.ndarray, texts: Sequence[str], encode: Callable[[list[st
     written so far are in ``out`` (the caller flushes and records ``done``).
     """
     total = len(texts)
-    bar = tqdm(total=total, initial=start, desc=desc, unit="doc", disable=not show_progress)
+    # Dense encoding takes minutes to hours: in a log (stderr not a terminal) it reports periodic lines
+    # even when bars are off, so a job never sits silent.
+    bar = progress(total=total, initial=start, desc=desc, unit="doc", enabled=show_progress)
     batches = 0
     with bar:
         for pos in range(start, total, batch_size):
@@ -80,7 +84,40 @@ class EmbeddingCache:
         self.lock = self.root / f".{label}-{key}.lock"
 
     def exists(self) -> bool:
-        return (self.folder / "meta.json").is_file()
+        """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
+        if not self.folder.exists():
+            return False
+        problem = self.problem()
+        if problem is None:
+            return True
+        from beirx.cache_integrity import report_damaged
+
+        report_damaged("embedding cache", self.folder, problem)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
+
+    def problem(self) -> str | None:
+        """What is wrong with the entry (missing marker, changed files, wrong shape or ID count), or None."""
+        from beirx.cache_integrity import check_files
+
+        if not (self.folder / "meta.json").is_file():
+            return "meta.json (the completion marker) is missing"
+        try:
+            integrity = json.loads((self.folder / "integrity.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            return f"integrity.json is missing or unreadable ({exc}; written by an older beirx or damaged)"
+        if not isinstance(integrity, dict):
+            return "integrity.json is not a JSON object"
+        problem = check_files(self.folder, integrity.get("files"))
+        if problem:
+            return problem
+        try:
+            matrix = np.load(self.folder / "embeddings.npy", mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            return f"embeddings.npy is unreadable ({exc})"
+        if list(matrix.shape) != [integrity.get("num_docs"), integrity.get("dim")]:
+            return f"embeddings.npy has shape {matrix.shape}, expected ({integrity.get('num_docs')}, {integrity.get('dim')})"
+        return None
 
     def load(self) -> tuple[np.ndarray, list[str]]:
         matrix = np.load(self.folder / "embeddings.npy", mmap_mode="r")
@@ -116,7 +153,11 @@ class EmbeddingCache:
         matrix.flush()
         (self.partial / "doc_ids.json").write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
         progress_path.unlink()
-        write_json(self.partial / "meta.json", meta)
+        from beirx.cache_integrity import describe_files
+
+        integrity = {"num_docs": len(doc_ids), "dim": int(dim), "files": describe_files(self.partial)}
+        write_json(self.partial / "integrity.json", integrity)
+        write_json(self.partial / "meta.json", meta)  # last: marks the entry complete
         if self.folder.exists():
             shutil.rmtree(self.folder)
         os.replace(self.partial, self.folder)

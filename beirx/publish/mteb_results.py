@@ -116,12 +116,18 @@ def write_mteb_results(beirx_results: ResultsDocument, task_name: str, output_di
     test and dev results of one model end up in one MTEB file, as MTEB writes them; a file computed on
     different data (another ``dataset_revision``) is refused rather than mixed.
     """
+    check_task_matches(beirx_results, task_name)
     doc = task_result_document(beirx_results, task_name)
     if not (model_name and revision):
         default_model, default_revision = system_model(beirx_results)
+        if model_name and model_name != default_model:
+            revision = revision or NO_REVISION  # the recorded revision belongs to the recorded model, not this one
         model_name = model_name or default_model
         revision = revision or default_revision
-    path = Path(output_dir) / model_folder(model_name) / revision / f"{task_name}.json"
+    from beirx.paths import check_segment, confined
+
+    path = confined(output_dir, check_segment(model_folder(model_name), "model name"),
+                    check_segment(str(revision), "model revision"), f"{check_segment(task_name, 'MTEB task name')}.json")
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         if old.get("dataset_revision") != doc["dataset_revision"]:
@@ -136,6 +142,30 @@ def write_mteb_results(beirx_results: ResultsDocument, task_name: str, output_di
     write_json(path, doc)
     log.info("wrote MTEB results %s", path)
     return path
+
+
+def check_task_matches(beirx_results: dict[str, Any], task_name: str) -> None:
+    """Refuse results of another dataset or language than ``task_name`` (``SciFact-PL``: SciFact, Polish).
+
+    The language is the task name's ``-XX`` suffix (none: English); the dataset family is checked when the
+    catalogue knows the results' dataset and its MTEB task.
+    """
+    import re
+
+    from beirx.data import catalogue
+
+    dataset = beirx_results.get("dataset") or {}
+    lang = str(dataset.get("query_language") or dataset.get("language") or "en").lower()
+    match = re.search(r"-([A-Za-z]{2})(?:-beirx)?$", task_name)
+    task_lang = match.group(1).lower() if match else "en"
+    if task_lang != lang:
+        raise BeirxError(f"results of {dataset.get('name')!r} in {lang!r} cannot be results of MTEB task {task_name} "
+                         f"({task_lang!r}); pass the task of that language")
+    info = catalogue.lookup(str(dataset.get("name", "")))
+    family = task_name[: match.start()] if match else task_name
+    if info is not None and info.mteb_task and family.lower() != info.mteb_task.lower():
+        raise BeirxError(f"results of {info.name} cannot be results of MTEB task {task_name} (expected "
+                         f"{info.mteb_task}{'-' + lang.upper() if lang != 'en' else ''})")
 
 
 def catalogue_task_name(dataset_name: str, lang: str) -> str:

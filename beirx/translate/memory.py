@@ -94,7 +94,10 @@ class TranslationMemory:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.holder = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        from beirx.cache_integrity import open_sqlite_cache
+
+        self._conn = open_sqlite_cache(
+            self.path, lambda p: sqlite3.connect(p, timeout=BUSY_TIMEOUT_S, isolation_level=None), "translation memory")
         self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         _enable_wal(self._conn)
         # NORMAL in WAL mode: a committed batch survives the process being killed (not a power loss).

@@ -119,6 +119,10 @@ def _analyse_field(field: str, ids: list[str], sources: list[str], translations:
             if too_long[i]:
                 reasons.append("length_ratio")
                 details["length_ratio"] = round(len(out) / len(src), 3)
+            repeated = quality_flags.repetition(src, out)
+            if repeated:
+                reasons.append("repetition")
+                details["repetition"] = repeated
             lost_numbers = sorted(quality_flags.numbers(src) - quality_flags.numbers(out))
             if lost_numbers:
                 reasons.append("lost_numbers")

@@ -38,6 +38,8 @@ REASONS = {
     "lost_numbers": "a digit run of the source is missing from the translation",
     "lost_urls": "a URL of the source is missing from the translation",
     "low_similarity": "similarity is a low outlier for this field (robust z < -3.5)",
+    "repetition": "a word or fragment repeats 4+ times in a row and the source has no such run (degenerate "
+                  "MT output such as 'specificspecificspecific...')",
 }
 
 NEAR_IDENTICAL = 0.9
@@ -62,6 +64,24 @@ def urls(text: str) -> set[str]:
 
 def _norm(text: str) -> str:
     return " ".join(text.lower().split())
+
+
+# A unit of 2-30 non-space characters followed by 3+ more copies of itself (spaces allowed between copies).
+_REPEAT = re.compile(r"(\S{2,30}?)(?:\s*\1){3,}")
+
+
+def repetition(source: str, translation: str) -> str | None:
+    """The first run of 4+ repeated copies in ``translation`` that ``source`` does not contain, or None.
+
+    Neural MT degenerates into such loops; language ID still calls them the target language and their
+    length can look normal, so no other flag catches them.
+    """
+    for match in _REPEAT.finditer(translation):
+        unit = match.group(1)
+        if unit.isdigit() or unit * 2 in source or f"{unit} {unit}" in source:
+            continue
+        return match.group(0)[:80]
+    return None
 
 
 def copy_reason(source: str, translation: str) -> str | None:

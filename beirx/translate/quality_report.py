@@ -54,14 +54,17 @@ def render_markdown(report: QualityReport) -> str:
                 lines.append(f"{lo:.2f}–{lo + 0.05:.2f} {count:7d} {'#' * max(1, round(40 * count / top))}")
         lines.append("```")
     reasons = sorted({r for f in fields for r in report.fields[f].flags})
-    lines += ["", "## Flags", "", "| Field | pairs | missing | flagged | " + " | ".join(reasons) + " |",
-              "|---|---:|---:|---:|" + "---:|" * len(reasons)]
+    header = ["Field", "pairs", "missing", "flagged", *reasons]  # one list: header and separator always agree
+    lines += ["", "## Flags", "", "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for f in fields:
         e = report.fields[f]
-        lines.append(f"| {f} | {e.pairs} | {e.missing} | {e.flagged_items} | "
-                     + " | ".join(str(e.flags.get(r, 0)) for r in reasons) + " |")
-    lines += ["", "Every flagged pair is in `flagged.jsonl` with its reasons:", ""]
-    lines += [f"- `{reason}`: {REASONS[reason]}" for reason in reasons]
+        cells = [f, e.pairs, e.missing, e.flagged_items, *(e.flags.get(r, 0) for r in reasons)]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    if reasons:
+        lines += ["", "Every flagged pair is in `flagged.jsonl` with its reasons:", ""]
+        lines += [f"- `{reason}`: {REASONS[reason]}" for reason in reasons]
+    else:
+        lines += ["", "No pair was flagged."]
     lines.append("")
     for f in fields:
         lang = report.fields[f].language

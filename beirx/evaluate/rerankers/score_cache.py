@@ -33,7 +33,9 @@ class PairScoreCache:
     def __init__(self, path: Path | str, identity: dict[str, Any]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60)
+        from beirx.cache_integrity import open_sqlite_cache
+
+        self._db = open_sqlite_cache(self.path, lambda p: sqlite3.connect(p, timeout=60), "reranker score cache")
         with self._db:
             self._db.execute("CREATE TABLE IF NOT EXISTS scores (pair BLOB PRIMARY KEY, score REAL NOT NULL)")
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -31,7 +31,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from beirx.argtypes import non_negative_float, unit_float
 from beirx.atomic import atomic_dir
+from beirx.cache_integrity import seal
 from beirx.checksums import cache_key
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
@@ -44,7 +46,7 @@ from beirx.language_packs import LanguagePack
 log = logging.getLogger(__name__)
 
 FIELD_MODES = ("flat", "multifield")
-_INDEX_FORMAT = 1
+_INDEX_FORMAT = 2  # 2: COMPLETE records every file's size and checksum
 
 
 def _bm25s():
@@ -77,8 +79,8 @@ class BM25Retriever(Retriever):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--k1", type=float, default=1.2, help="BM25 k1 (default 1.2, Elasticsearch's)")
-        group.add_argument("--b", type=float, default=0.75, help="BM25 b (default 0.75)")
+        group.add_argument("--k1", type=non_negative_float, default=1.2, help="BM25 k1 (default 1.2, Elasticsearch's)")
+        group.add_argument("--b", type=unit_float, default=0.75, help="BM25 b (default 0.75)")
         group.add_argument("--fields", choices=FIELD_MODES, default="multifield",
                            help="flat: title+text in one field; multifield: best_fields with tie_breaker 0.5 "
                                 "(default)")
@@ -123,14 +125,39 @@ class BM25Retriever(Retriever):
                         bm25s.__version__)
         safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", dataset.name)
         self.index_dir = cache_dir("indexes") / f"bm25-{safe_name}-{self.pack.code}-{key}"
-        if self.use_cache and (self.index_dir / "COMPLETE").is_file():
-            self._load(self.index_dir)
-            self.loaded_from_cache = True
-            log.info("loaded BM25 index from %s", self.index_dir)
+        if not self.use_cache:
+            self._build(dataset)
             return
-        self._build(dataset)
-        if self.use_cache:
+        from beirx.data.download import file_lock
+
+        # One process builds and publishes; the others wait and then load the verified result.
+        with file_lock(self.index_dir.with_name(self.index_dir.name + ".lock")):
+            if self.index_dir.exists() and self._load_verified(self.index_dir):
+                self.loaded_from_cache = True
+                log.info("loaded BM25 index from %s", self.index_dir)
+                return
+            self._build(dataset)
             self._save(self.index_dir)
+
+    def _load_verified(self, source: Path) -> bool:
+        """Load ``source`` if it is complete and undamaged (checksums, document count); else report it."""
+        from beirx.cache_integrity import report_damaged, verify
+
+        problem = verify(source, "COMPLETE")
+        if problem is None:
+            try:
+                self._load(source)
+            except (OSError, ValueError, KeyError, EOFError) as exc:
+                problem = f"cannot be loaded ({type(exc).__name__}: {exc})"
+        if problem is None:
+            fields = set(json.loads((source / "COMPLETE").read_text(encoding="utf-8")).get("fields_indexed", []))
+            if set(self._fields) != fields:
+                problem = f"holds fields {sorted(self._fields)}, expected {sorted(fields)}"
+        if problem is not None:
+            report_damaged("BM25 index", source, problem)
+            self.doc_ids, self._fields = [], {}
+            return False
+        return True
 
     def _build(self, dataset: BeirDataset) -> None:
         bm25s = _bm25s()
@@ -166,7 +193,8 @@ class BM25Retriever(Retriever):
                 fi.bm25.save(tmp / field, show_progress=False)
                 np.save(tmp / field / "positions.npy", fi.positions)
             (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
-            (tmp / "COMPLETE").write_text(json.dumps(self.describe()), encoding="utf-8")
+            seal(tmp, "COMPLETE", {**self.describe(), "num_docs": len(self.doc_ids),
+                                   "fields_indexed": sorted(self._fields)})  # written last: the completion marker
 
     def _load(self, source: Path) -> None:
         bm25s = _bm25s()

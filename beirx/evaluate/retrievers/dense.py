@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from beirx.argtypes import positive_int
 from beirx.checksums import cache_key, corpus_checksum
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
@@ -74,8 +75,8 @@ class DenseRetriever(Retriever):
         group.add_argument("--similarity", choices=SIMILARITIES, help="default: the model's similarity function")
         group.add_argument("--search", choices=SEARCH_BACKENDS, default="exact",
                            help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
-        group.add_argument("--max-length", type=int, help="tokens per text (default: the model's max_seq_length)")
-        group.add_argument("--batch-size", type=int, default=32, help="encoding batch size (default 32)")
+        group.add_argument("--max-length", type=positive_int, help="tokens per text (default: the model's max_seq_length)")
+        group.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size (default 32)")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:

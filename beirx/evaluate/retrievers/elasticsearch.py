@@ -33,15 +33,16 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from beirx.argtypes import non_negative_int, positive_float, positive_int
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers import es_bodies
 from beirx.evaluate.retrievers.base import Retriever
-from beirx.evaluate.retrievers.es_cluster import redact_url
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -341,12 +342,12 @@ def add_cli_arguments(group) -> None:
     group.add_argument("--es-ca-certs", default=None, metavar="PEM", help="CA certificate(s) for an https cluster")
     group.add_argument("--es-verify", action=argparse.BooleanOptionalAction, default=True,
                        help="verify the cluster's TLS certificate (default yes)")
-    group.add_argument("--es-shards", type=int, default=1, help="primary shards of a new index (default 1)")
-    group.add_argument("--es-replicas", type=int, default=0, help="replicas per shard (default 0)")
+    group.add_argument("--es-shards", type=positive_int, default=1, help="primary shards of a new index (default 1)")
+    group.add_argument("--es-replicas", type=non_negative_int, default=0, help="replicas per shard (default 0)")
     group.add_argument("--es-index-prefix", default="beirx", help="prefix of index names (default beirx)")
-    group.add_argument("--es-timeout", type=float, default=120.0, help="request timeout in seconds (default 120)")
-    group.add_argument("--es-bulk-size", type=int, default=500, help="documents per bulk request (default 500)")
-    group.add_argument("--es-msearch-batch", type=int, default=64, help="queries per _msearch (default 64)")
+    group.add_argument("--es-timeout", type=positive_float, default=120.0, help="request timeout in seconds (default 120)")
+    group.add_argument("--es-bulk-size", type=positive_int, default=500, help="documents per bulk request (default 500)")
+    group.add_argument("--es-msearch-batch", type=positive_int, default=64, help="queries per _msearch (default 64)")
 
 
 def params_from_args(args) -> dict[str, Any]:

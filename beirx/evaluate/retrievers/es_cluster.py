@@ -25,9 +25,10 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from beirx.errors import BeirxError, require
+from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,6 @@ def error_reason(body: Any) -> str:
                 parts.append(text)
             item = item.get("caused_by")
     return "; ".join(parts)
-
-
-def redact_url(url: str) -> str:
-    """The URL without user name and password (for logs and results files)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def auth_headers() -> dict[str, str]:

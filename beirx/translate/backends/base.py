@@ -25,7 +25,27 @@ class Translator(ABC):
     price_source: ClassVar[str] = ""
 
     def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
+        if options:  # every backend names its options in its constructor; what reaches here is unknown
+            from beirx.errors import BeirxError
+
+            raise BeirxError(f"unknown option{'s' if len(options) > 1 else ''} {', '.join(sorted(options))} for the "
+                             f"{getattr(self, 'name', type(self).__name__)} translator; valid options: "
+                             f"{', '.join(self.declared_options()) or 'none'}")
         self.src, self.tgt, self.model, self.options = src, tgt, model, options
+
+    @classmethod
+    def declared_options(cls) -> list[str]:
+        """The ``--translator-option`` names this backend accepts: its (and its bases') keyword-only parameters."""
+        import inspect
+
+        names: set[str] = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            names.update(p.name for p in inspect.signature(init).parameters.values()
+                         if p.kind is inspect.Parameter.KEYWORD_ONLY)
+        return sorted(names - {"retry_policy"})
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

@@ -1,0 +1,79 @@
+"""Progress for long steps: a tqdm bar in a terminal, periodic log lines otherwise.
+
+A bar redrawn with ``\\r`` turns a log file (stderr redirected, a cluster job) into one huge line of
+bars, and a disabled bar leaves it silent for hours. :func:`progress` therefore returns tqdm only when
+stderr is a terminal; otherwise a :class:`LogProgress` that logs ``done/total (percent), rate, ETA``
+at most every :data:`INTERVAL` seconds (and once at the end), with the same ``update``/context API.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+log = logging.getLogger("beirx.progress")
+
+INTERVAL = 30.0
+
+
+class LogProgress:
+    """The part of tqdm's interface beirx uses (``update``, ``close``, context manager, iteration)."""
+
+    def __init__(self, iterable=None, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",
+                 interval: float = INTERVAL):
+        self.iterable, self.desc, self.unit, self.interval = iterable, desc, unit, interval
+        if total is None and iterable is not None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        self.total, self.n, self._start_n = total, initial, initial
+        self._start = self._last = time.monotonic()
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self._start, 1e-9)
+        rate = (self.n - self._start_n) / elapsed
+        done = f"{self.n:,}/{self.total:,} ({100 * self.n / self.total:.1f}%)" if self.total else f"{self.n:,}"
+        eta = ""
+        if self.total and rate > 0:
+            eta = f", ETA {_duration((self.total - self.n) / rate)}"
+        return f"{self.desc}: {done} {self.unit}, {rate:,.1f} {self.unit}/s, elapsed {_duration(elapsed)}{eta}"
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            log.info("%s", self.line())
+
+    def close(self) -> None:
+        if self.n != self._start_n or self.total:
+            log.info("%s", self.line())
+
+    def __iter__(self):
+        for item in self.iterable:
+            yield item
+            self.update(1)
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def progress(iterable=None, *, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",
+             enabled: bool = True, **tqdm_kwargs):
+    """A tqdm bar in a terminal (``enabled``: the caller's bar setting); when stderr is not a terminal,
+    :class:`LogProgress` lines at INFO level whatever ``enabled`` says (``-q`` hides them), because a job
+    log must show that a long step is alive."""
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        return tqdm(iterable, total=total, initial=initial, desc=desc, unit=unit, disable=not enabled, **tqdm_kwargs)
+    return LogProgress(iterable, total=total, initial=initial, desc=desc, unit=unit, interval=INTERVAL)

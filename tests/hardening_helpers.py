@@ -1,0 +1,35 @@
+"""Shared helpers of the hardening battery (tests/test_hardening_*.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from beirx.cli import main
+
+CORPUS = [
+    {"_id": "d1", "title": "Cats", "text": "Cats are small domestic animals that hunt mice."},
+    {"_id": "d2", "title": "Dogs", "text": "Dogs are loyal animals and good companions."},
+    {"_id": "d3", "title": "Mice", "text": "Mice are small rodents; cats hunt them at night."},
+    {"_id": "d4", "title": "", "text": "Whales are the largest animals in the ocean."},
+    {"_id": "d5", "title": "Birds", "text": "Birds can fly and sing."},
+]
+QUERIES = [
+    {"_id": "q1", "text": "which animals hunt mice"},
+    {"_id": "q2", "text": "largest ocean animal"},
+    {"_id": "q3", "text": "loyal companion dog"},
+]
+QRELS = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
+# BM25 on the clean tiny dataset ranks every judged document first: hand-checked in test_clean_metrics.
+CLEAN = {"NDCG@10": 1.0, "Recall@100": 1.0, "MRR@10": 1.0}
+
+
+def eval_cli(dataset: Path, out: Path, *extra: str) -> tuple[int, dict | None]:
+    """``beirx eval`` on ``dataset`` (BM25 unless ``extra`` says otherwise): exit code and the results JSON."""
+    code = main(["eval", "--dataset", str(dataset), "--output", str(out), *extra])
+    files = sorted(out.glob("*.json")) if out.is_dir() else []
+    return code, (json.loads(files[-1].read_text(encoding="utf-8")) if code == 0 and files else None)
+
+
+def metrics_of(results: dict) -> dict[str, float]:
+    return {k: results["metrics"][k] for k in CLEAN}
