@@ -68,15 +68,15 @@ def _damage_legacy_marker(folder):
                                     _damage_legacy_marker])
 def test_damaged_bm25_index_is_rebuilt(ds, tmp_path, beirx_home, caplog, damage):
     code, first = eval_cli(ds, tmp_path / "a")
-    assert code == 0 and metrics_of(first) == CLEAN and not first["system"].get("index_from_cache")
+    assert code == 0 and metrics_of(first) == CLEAN and not first["system"]["description"].get("index_from_cache")
     damage(_index_dir(beirx_home))
     caplog.clear()
     with caplog.at_level(logging.WARNING):
         code, second = eval_cli(ds, tmp_path / "b")
     assert code == 0 and _damaged(caplog, "BM25 index")
-    assert metrics_of(second) == CLEAN and not second["system"].get("index_from_cache")
+    assert metrics_of(second) == CLEAN and not second["system"]["description"].get("index_from_cache")
     code, third = eval_cli(ds, tmp_path / "c")  # the rebuilt entry is sound and loads
-    assert code == 0 and third["system"]["index_from_cache"] is True and metrics_of(third) == CLEAN
+    assert code == 0 and third["system"]["description"]["index_from_cache"] is True and metrics_of(third) == CLEAN
 
 
 # -- dense embeddings ---------------------------------------------------------------------------------
@@ -138,10 +138,10 @@ def test_damaged_embeddings_are_rebuilt(ds, tmp_path, beirx_home, caplog, e5_sma
     with caplog.at_level(logging.WARNING):
         code, again = eval_cli(ds, tmp_path / "b", *args)
     assert code == 0 and _damaged(caplog, "embedding cache")
-    assert not again["system"].get("index_from_cache")
+    assert not again["system"]["description"].get("index_from_cache")
     assert again["metrics"] == pytest.approx(clean["metrics"], abs=1e-6)
     code, third = eval_cli(ds, tmp_path / "c", *args)
-    assert third["system"]["index_from_cache"] is True and third["metrics"] == pytest.approx(clean["metrics"], abs=1e-6)
+    assert third["system"]["description"]["index_from_cache"] is True and third["metrics"] == pytest.approx(clean["metrics"], abs=1e-6)
 
 
 # -- first-stage run cache ----------------------------------------------------------------------------

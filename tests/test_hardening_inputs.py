@@ -171,7 +171,7 @@ def _bm25_run(ds, tmp_path):
 def test_run_file_as_first_stage_gives_the_clean_metrics(ds, tmp_path):
     run = _bm25_run(ds, tmp_path)
     code, results = eval_cli(ds, tmp_path / "out", "--first-stage", str(run))
-    assert code == 0 and metrics_of(results) == CLEAN and results["system"]["retriever"] == "run_file"
+    assert code == 0 and metrics_of(results) == CLEAN and results["system"]["kind"] == "run_file"
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "NaN"])

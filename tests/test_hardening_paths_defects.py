@@ -6,6 +6,7 @@ import json
 import logging
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -136,25 +137,23 @@ def test_mteb_results_of_another_task_or_language_are_refused(results_file, tmp_
 
 
 # -- quality report -----------------------------------------------------------------------------------
-def _report(flags: dict) -> dict:
-    field = {"similarity": {"n": 2, "mean": 0.9}, "flags": flags, "pairs": 2, "missing": 0,
-             "flagged_items": sum(flags.values()), "language": {"checked": False},
-             "length_ratio": {"bounds": [0.5, 2.0], "method": "fixed"}}
-    return {"parameters": {"fields": ["queries"]}, "source": {"lang": "en", "path": "s", "checksum": "c"},
-            "translated": {"lang": "pl", "path": "t", "checksum": "c"}, "dataset": "tiny",
-            "encoder": {"model": "m", "revision": "r"}, "table": [{"dataset": "tiny", "queries": 0.9}],
-            "fields": {"queries": field}, "language_identifier": {"package": "p", "version": "1"}, "timings": {}}
-
-
 @pytest.mark.parametrize("flags", [{}, {"empty": 1}, {"empty": 1, "repetition": 1}])
 def test_quality_md_flags_table_is_well_formed(flags):
+    import dataclasses
+
+    from beirx.artifacts.quality import QualityReport
     from beirx.translate.quality_report import render_markdown
 
-    lines = render_markdown(_report(flags)).splitlines()
+    raw = json.loads((Path(__file__).parent / "data" / "before_v2" / "quality.json").read_text())
+    report = QualityReport.from_dict(raw)
+    fields = {f: dataclasses.replace(v, flags=dict(flags), flagged_items=sum(flags.values()))
+              for f, v in report.fields.items()}
+    report = dataclasses.replace(report, fields=fields)
+    lines = render_markdown(report).splitlines()
     start = lines.index("## Flags") + 2
     header, separator, row = lines[start:start + 3]
     assert header.count("|") == separator.count("|") == row.count("|") == 5 + len(flags)
-    tail = "\n".join(lines[start + 3:start + 6])
+    tail = "\n".join(lines[start + 3:start + 3 + len(fields) + 3])
     assert ("No pair was flagged." in tail) == (not flags) and ("with its reasons:" in tail) == bool(flags)
 
 

@@ -26,7 +26,10 @@ def ds(tmp_path):
 
 
 def _translated(ds: Path, lang: str) -> Path:
-    (ds / "translation.json").write_text(json.dumps({"format": 1, "target": {"lang": lang}}), encoding="utf-8")
+    """``ds`` with a real translation.json (a beirx-written fixture) that says the dataset is in ``lang``."""
+    manifest = json.loads((Path(__file__).parent / "data" / "before_v2" / "translation.json").read_text())
+    manifest["target"]["lang"] = lang
+    (ds / "translation.json").write_text(json.dumps(manifest), encoding="utf-8")
     return ds
 
 
@@ -156,7 +159,7 @@ def test_secret_grep_with_a_real_elasticsearch_server(ds, tmp_path, beirx_home, 
     [results] = (tmp_path / "out").glob("*.json")
     doc = json.loads(results.read_text())
     assert metrics_of(doc) == CLEAN
-    assert doc["system"]["url"] == f"http://elastic:***@{url[len('http://'):]}"
+    assert doc["system"]["description"]["url"] == f"http://elastic:***@{url[len('http://'):]}"
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert URL_SECRET not in printed.out + printed.err + logs
     assert _grep_tree(tmp_path / "out", [URL_SECRET]) == [] and _grep_tree(beirx_home, [URL_SECRET]) == []

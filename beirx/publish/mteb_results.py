@@ -144,7 +144,7 @@ def write_mteb_results(beirx_results: ResultsDocument, task_name: str, output_di
     return path
 
 
-def check_task_matches(beirx_results: dict[str, Any], task_name: str) -> None:
+def check_task_matches(beirx_results: ResultsDocument, task_name: str) -> None:
     """Refuse results of another dataset or language than ``task_name`` (``SciFact-PL``: SciFact, Polish).
 
     The language is the task name's ``-XX`` suffix (none: English); the dataset family is checked when the
@@ -154,14 +154,13 @@ def check_task_matches(beirx_results: dict[str, Any], task_name: str) -> None:
 
     from beirx.data import catalogue
 
-    dataset = beirx_results.get("dataset") or {}
-    lang = str(dataset.get("query_language") or dataset.get("language") or "en").lower()
+    lang = str(beirx_results.query_language or beirx_results.corpus_language or "en").lower()
     match = re.search(r"-([A-Za-z]{2})(?:-beirx)?$", task_name)
     task_lang = match.group(1).lower() if match else "en"
     if task_lang != lang:
-        raise BeirxError(f"results of {dataset.get('name')!r} in {lang!r} cannot be results of MTEB task {task_name} "
-                         f"({task_lang!r}); pass the task of that language")
-    info = catalogue.lookup(str(dataset.get("name", "")))
+        raise BeirxError(f"results of {beirx_results.family!r} in {lang!r} cannot be results of MTEB task "
+                         f"{task_name} ({task_lang!r}); pass the task of that language")
+    info = catalogue.lookup(beirx_results.family)
     family = task_name[: match.start()] if match else task_name
     if info is not None and info.mteb_task and family.lower() != info.mteb_task.lower():
         raise BeirxError(f"results of {info.name} cannot be results of MTEB task {task_name} (expected "
