@@ -44,7 +44,7 @@ def test_translation_json_sets_the_language(ds, tmp_path):
 def test_contradicting_lang_flag_is_used_and_warned_about(ds, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         code, results = eval_cli(_translated(ds, "pl"), tmp_path / "out", "--lang", "en")
-    assert code == 0 and results["language_source"] == "flag" and results["dataset"]["language"] == "en"
+    assert code == 0 and results["language_source"] == "given" and results["dataset"]["language"] == "en"
     assert any("contradicts" in r.getMessage() and "'pl'" in r.getMessage() for r in caplog.records)
     assert metrics_of(results) == CLEAN
 
@@ -53,7 +53,7 @@ def test_plain_folder_defaults_to_english_and_says_so(ds, tmp_path):
     code, results = eval_cli(ds, tmp_path / "out")
     assert code == 0 and results["language_source"] == "default" and results["dataset"]["language"] == "en"
     code, results = eval_cli(ds, tmp_path / "out2", "--lang", "en")
-    assert results["language_source"] == "flag"
+    assert results["language_source"] == "given"
 
 
 def test_broken_translation_json_is_a_clear_error(ds, tmp_path, capsys):
@@ -65,7 +65,7 @@ def test_broken_translation_json_is_a_clear_error(ds, tmp_path, capsys):
 def test_dataset_language_library_function(ds):
     assert dataset_language(str(ds), None) == ("en", "default")
     assert dataset_language(str(_translated(ds, "es")), None) == ("es", "translation.json")
-    assert dataset_language(str(ds), "de") == ("de", "flag")
+    assert dataset_language(str(ds), "de") == ("de", "given")
     assert dataset_language("scifact", None) == ("en", "default")
 
 

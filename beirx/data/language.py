@@ -3,8 +3,8 @@
 A folder written by ``beirx translate`` states its language in ``translation.json`` (``target.lang``).
 Evaluating it with another language's analyzer gives silently wrong numbers (English stemming of Polish
 text), so the dataset's own statement wins when ``--lang`` is absent, and a contradicting ``--lang`` is
-used as asked but warned about loudly. The source ("flag", "translation.json", "default") goes into the
-results, so a reader can tell a chosen language from an assumed one.
+used as asked but warned about loudly. The source ("given", "translation.json", "dataset card", "default")
+goes into the results, so a reader can tell a chosen language from an assumed one.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def card_language(folder: Path | str) -> str | None:
 def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
     """``(language, source)`` for ``--dataset``/``--lang``.
 
-    source is "flag", "translation.json", "dataset card" (a local folder's README.md, also ``hf:/local/copy``)
-    or "default".
+    source is "given" (``--lang``, as the plan calls a language the user chose), "translation.json",
+    "dataset card" (a local folder's README.md, also ``hf:/local/copy``) or "default".
     """
     folder = dataset[3:] if dataset and dataset.startswith("hf:") else dataset
     stated, where = None, None
@@ -72,7 +72,7 @@ def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
             log.warning("!!! --lang %s contradicts the %s of %s, which says the dataset is in %r: evaluating with "
                         "the %s analyzer as asked, but the numbers are likely wrong; drop --lang to use %r",
                         flag, where, folder, stated, flag, stated)
-        return flag, "flag"
+        return flag, "given"
     if stated:
         log.info("language %s from the %s of %s", stated, where, folder)
         return stated, where
