@@ -50,9 +50,8 @@ def collect_results(folder: Path) -> list[tuple[str, ResultsDocument]]:
 def _dataset(args) -> int:
     from beirx.data.cache import cache_dir
     from beirx.data.resolve import resolve_dataset
-    from beirx.publish.hub import export_dataset, local_files, push_folder
-
     from beirx.paths import confined
+    from beirx.publish.hub import export_dataset, local_files, push_folder
 
     dataset = resolve_dataset(args.path, lang=args.lang)
     out = args.output or confined(cache_dir("hub") / "exports", *args.repo.split("/"))
