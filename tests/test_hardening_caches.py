@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from beirx.cli import main
 from beirx.evaluate.run_cache import RunCache
 from beirx.evaluate.rerankers.score_cache import PairScoreCache
 from beirx.translate.backends.base import Translator
@@ -288,9 +289,15 @@ def _modes(root: Path) -> tuple[set[int], set[int]]:
 
 @pytest.mark.parametrize("umask,file_mode,dir_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
 def test_created_files_honour_the_umask(ds, tmp_path, beirx_home, umask, file_mode, dir_mode):
+    pytest.importorskip("pyarrow")
+    from beirx.data.dataset import BeirDataset
+    from beirx.publish.hub import export_dataset
+
+    export_dataset(BeirDataset(ds), tmp_path / "hub-copy")  # before the umask: only beirx's own writes are checked
     old = os.umask(umask)
     try:
         code, _ = eval_cli(ds, tmp_path / "out")
+        assert main(["eval", "--dataset", f"hf:{tmp_path / 'hub-copy'}", "--output", str(tmp_path / "out")]) == 0
         from beirx.atomic import atomic_dir, write_json
 
         write_json(tmp_path / "extra" / "x.json", {"a": 1})

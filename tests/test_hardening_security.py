@@ -144,11 +144,13 @@ def test_secret_grep_eval_translate_publish(ds, tmp_path, beirx_home, monkeypatc
     assert manifest["cost"]["characters_sent"] > 0 and manifest["cost"]["max_cost_usd"] == 1.0
 
 
-def test_secret_grep_with_a_real_elasticsearch_server(ds, tmp_path, beirx_home, capsys, caplog):
+def test_secret_grep_with_a_real_elasticsearch_server(ds, tmp_path, beirx_home, capsys, caplog, monkeypatch):
     from elasticsearch_server import noida_binary, noida_elasticsearch
 
     if noida_binary() is None:
         pytest.skip("noida-db is not installed")
+    monkeypatch.setenv("BEIRX_ES_USER", "elastic")
+    monkeypatch.setenv("BEIRX_ES_PASSWORD", ENV_SECRET)
     caplog.set_level(logging.DEBUG)
     with noida_elasticsearch(tmp_path / "noida") as url:
         secret_url = url.replace("http://", f"http://elastic:{URL_SECRET}@")
@@ -161,8 +163,9 @@ def test_secret_grep_with_a_real_elasticsearch_server(ds, tmp_path, beirx_home, 
     assert metrics_of(doc) == CLEAN
     assert doc["system"]["description"]["url"] == f"http://elastic:***@{url[len('http://'):]}"
     logs = "\n".join(r.getMessage() for r in caplog.records)
-    assert URL_SECRET not in printed.out + printed.err + logs
-    assert _grep_tree(tmp_path / "out", [URL_SECRET]) == [] and _grep_tree(beirx_home, [URL_SECRET]) == []
+    for secret in (URL_SECRET, ENV_SECRET):
+        assert secret not in printed.out + printed.err + logs
+        assert _grep_tree(tmp_path / "out", [secret]) == [] and _grep_tree(beirx_home, [secret]) == []
 
 
 # -- names that become paths ----------------------------------------------------------------------

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from beirx.atomic import write_json
+from beirx.atomic import current_umask, write_json
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
@@ -272,6 +272,7 @@ def _convert(target: Path, layout: dict[str, dict[str, list[Path]]], provenance:
     """Write the BEIR folder into a temporary sibling of ``target`` and rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())  # as mkdir() would make it, not mkdtemp's 0700
     try:
         n_docs = beir_io.write_corpus(tmp / "corpus.jsonl", _iter_docs(layout["corpus"]))
         n_queries = beir_io.write_queries(tmp / "queries.jsonl", _iter_queries(layout["queries"]))
