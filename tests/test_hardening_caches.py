@@ -129,11 +129,19 @@ def test_damaged_embedding_entry_is_detected_and_rebuilt(tmp_path, caplog, damag
     assert cache.exists() and got_ids == ids and np.array_equal(np.array(matrix), expected)
 
 
+@pytest.fixture(scope="module")
+def tiny_st(tmp_path_factory):
+    pytest.importorskip("sentence_transformers")
+    from tests.hardening_helpers import build_tiny_st
+
+    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
+
+
 @pytest.mark.parametrize("damage", [_zero, _wrong_ids])
-def test_damaged_embeddings_are_rebuilt(ds, tmp_path, beirx_home, caplog, e5_small, damage):
-    args = ("--retriever", "dense", "--model", str(e5_small), "--device", "cpu")
+def test_damaged_embeddings_are_rebuilt(ds, tmp_path, beirx_home, caplog, tiny_st, damage):
+    args = ("--retriever", "dense", "--model", str(tiny_st), "--device", "cpu")
     code, clean = eval_cli(ds, tmp_path / "a", *args)
-    assert code == 0 and clean["metrics"]["NDCG@10"] > 0.9
+    assert code == 0 and clean["metrics"]["NDCG@10"] > 0
     damage(_emb_dir(beirx_home))
     caplog.clear()
     with caplog.at_level(logging.WARNING):
