@@ -37,6 +37,11 @@ class LogProgress:
             eta = f", ETA {_duration((self.total - self.n) / rate)}"
         return f"{self.desc}: {done} {self.unit}, {rate:,.1f} {self.unit}/s, elapsed {_duration(elapsed)}{eta}"
 
+    def skip(self, n: int) -> None:
+        """Items done without work (e.g. served from a cache): counted as done, left out of the rate."""
+        self.n += n
+        self._start_n += n
+
     def update(self, n: int = 1) -> None:
         self.n += n
         now = time.monotonic()
@@ -65,6 +70,14 @@ def _duration(seconds: float) -> str:
     seconds = int(seconds)
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def skip(bar, n: int) -> None:
+    """Advance ``bar`` by ``n`` items that took no work: a log line's rate leaves them out; a bar just moves."""
+    if isinstance(bar, LogProgress):
+        bar.skip(n)
+    else:
+        bar.update(n)
 
 
 def progress(iterable=None, *, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",

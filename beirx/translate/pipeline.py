@@ -39,6 +39,8 @@ from beirx.artifacts.manifest import (FILENAME, DatasetSide, MemoryRef, TargetSi
                                       TranslationOptions)
 from beirx.atomic import atomic_writer
 from beirx.data import beir_io
+from beirx.progress import progress as progress_bar
+from beirx.progress import skip
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
@@ -48,7 +50,6 @@ from beirx.translate.executors import LocalExecutor
 from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory
 from beirx.translate.placeholders import resolve_mode, unmask
 from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render, units
-from beirx.translate.progress import Progress
 from beirx.translate.segment_store import SegmentStore
 from beirx.translate.shards import Shard, batch_key, shard_of
 
@@ -86,7 +87,7 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory: TranslationMemory, system: str,
-                      counts: Counts, progress: Progress) -> None:
+                      counts: Counts, progress) -> None:
     """Translate every segment of the batches ``plan()`` yields that ``memory`` lacks, batch by batch.
 
     Each batch is looked up, then claimed (which re-reads the memory in a write transaction), sent to the
@@ -116,7 +117,7 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                             busy.append(index)
                             continue
                     counts.from_memory += len(batch) - len(missing)
-                    progress.skip(len(batch) - len(missing))
+                    skip(progress, len(batch) - len(missing))
                     if state == CLAIMED:
                         yield key, missing
 
@@ -351,7 +352,7 @@ def _translate(store: SegmentStore, table: str, executor, memory: TranslationMem
 
     total = store.count(table) if shard is None else sum(len(b) for b in plan())
     counts.segments_unique += total
-    bar = Progress(total, desc, progress)
+    bar = progress_bar(total=total, desc=desc, unit="seg", enabled=progress, dynamic_ncols=True, smoothing=0.1)
     try:
         translate_batches(plan, executor, memory, system, counts, bar)
     finally:
