@@ -79,9 +79,51 @@ def _fail(errors: list[DataError] | None, err: DataError) -> None:
     errors.append(err)
 
 
+class _SeenIds:
+    """Duplicate-ID detection in 8 bytes per record: a process-local 64-bit hash of each ID in an array.
+
+    A set of the ID strings costs ~90 bytes per record (0.8 GB for MS MARCO's 8.8M passages), the largest
+    thing a streaming reader would otherwise hold. Equal hashes are found by sorting once at the end of the
+    file; only then is the file read again to compare the candidate IDs exactly (so a hash collision can
+    never report a false duplicate) and to name the line of each real duplicate.
+    """
+
+    def __init__(self) -> None:
+        from array import array
+
+        self.hashes = array("q")
+
+    def add(self, doc_id: str) -> None:
+        self.hashes.append(hash(doc_id))
+
+    def duplicates(self, path: Path) -> list[tuple[int, str]]:
+        """``(line_no, id)`` of every record whose ID appeared on an earlier line."""
+        import numpy as np
+
+        hashes = np.frombuffer(self.hashes, dtype=np.int64)
+        ordered = np.sort(hashes)
+        repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+        if not repeated:
+            return []
+        found, first = [], set()
+        for line_no, line in read_lines(path):
+            try:
+                obj = json.loads(line) if line.strip() else None
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            raw_id = obj.get("_id") if isinstance(obj, dict) else None
+            if raw_id is None or hash(str(raw_id)) not in repeated:
+                continue
+            if str(raw_id) in first:
+                found.append((line_no, str(raw_id)))
+            first.add(str(raw_id))
+        return found
+
+
 def _iter_json_records(path: Path, errors: list[DataError] | None, require_text: bool = True) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs."""
-    seen: set[str] = set()
+    """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs
+    (duplicates are reported when the file has been read, see :class:`_SeenIds`)."""
+    seen = _SeenIds()
     any_line = False
     for line_no, line in read_lines(path):
         if not line.strip():
@@ -120,14 +162,13 @@ def _iter_json_records(path: Path, errors: list[DataError] | None, require_text:
         if problem:
             _fail(errors, DataError(path, problem, line_no))
             continue
-        if doc_id in seen:
-            _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
-            continue
         seen.add(doc_id)
         obj["_id"] = doc_id
         yield line_no, obj
     if not any_line:
         _fail(errors, DataError(path, "file is empty"))
+    for line_no, doc_id in seen.duplicates(path):
+        _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
 
 
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
