@@ -64,8 +64,8 @@ def translated_folder(root: Path, per_query_similarity: bool = True) -> Path:
     folder = root / "toy-pl"
     manifest = translation_manifest(name="toy", src="en", tgt="pl", checksum="sha256:enchecksum",
                                     translator={"backend": "apertium", "model": "eng-pol", "revision": "r1"})
-    manifest = dataclasses.replace(manifest, counts={"segments_total": 40, "segments_unique": 35},
-                                   timings={"translate": 2.5})
+    manifest = dataclasses.replace(manifest, counts={"segments_total": 40, "segments_unique": 35, "characters": 1234},
+                                   timings={"translate": 2.5}, cost={"estimated_usd": 0.5, "spent_usd": 0.25})
     manifest.save(TranslationManifest.path_in(folder))
     quality = quality_report(queries={"mean": mean(list(SIMILARITY.values())), "pairs": 4, "flagged_items": 0,
                                       "target_share": 1.0})

@@ -109,3 +109,33 @@ def test_one_spelling_of_a_language_pair(caplog):
     assert "'pl2en'" in caplog.text
     with pytest.raises(BeirxError, match="QUERY2CORPUS"):
         LanguagePair.parse("polish-english")
+
+
+def test_grid_with_report_and_fusion_efficiency(tiny_dataset, tmp_path):
+    config = tmp_path / "grid.toml"
+    config.write_text(f"""
+languages = ["en"]
+datasets = ["{tiny_dataset}"]
+
+[[systems]]
+name = "flat"
+retriever = "bm25"
+fields = "flat"
+
+[[systems]]
+name = "multi"
+retriever = "bm25"
+
+[[systems]]
+name = "rrf"
+fusion = "rrf"
+inputs = ["flat", "multi"]
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["eval", "--config", str(config), "--output", str(out), "--report", "--no-progress"]) == 0
+    docs = {name: ResultsDocument.load(out / f"tiny-en-test-{name}.json") for name in ("flat", "multi", "rrf")}
+    fused, parts = docs["rrf"].efficiency, [docs["flat"].efficiency, docs["multi"].efficiency]
+    assert fused.index_bytes == sum(p.index_bytes for p in parts) > 0
+    assert fused.search_seconds >= sum(p.search_seconds for p in parts) and fused.latency_ms_p50 is None
+    html = (out / "report" / "report.html").read_text(encoding="utf-8")
+    assert "rrf" in html and "<table" in html

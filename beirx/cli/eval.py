@@ -72,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         RERANKERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--reranker {name})"))
     parser.add_argument("--no-index-cache", action="store_true",
                         help="recompute indexes, embeddings and runs instead of loading cached ones")
+    parser.add_argument("--report", action="store_true",
+                        help="also write the benchmark report (tables, significance, plots, HTML; see beirx report) "
+                             "of this run's results into OUTPUT/report")
     parser.add_argument("--mteb-results", type=output_dir, default=None, metavar="DIR",
                         help="also write MTEB-format results ({model}/{revision}/{task}.json) under DIR")
     parser.add_argument("--mteb-task", default=None,
@@ -137,4 +140,9 @@ def run(args) -> int:
     else:
         summary = "; summary.tsv, summary.json" if plan.summary else ""
         print(f"runs and results: {output}/ ({len(rows)} systems{summary})")
+    if args.report:
+        from beirx.report.build import build_report
+
+        report = build_report([r.results_path for r in rows], output / "report")
+        print(f"report: {report.html}")
     return 0

@@ -257,7 +257,7 @@ class Stages:
         description = {**fusion.describe(spec.method, spec.normalization, spec.weights, len(parts), spec.rrf_k),
                        "systems": [p.description for p in parts]}
         timings = {f"{i}.{name}": s for i, p in enumerate(parts) for name, s in p.timings.items()}
-        return Stage(run, description, {**timings, **timer.seconds})
+        return Stage(run, description, {**timings, **timer.seconds}, _fused_efficiency(parts, timer.seconds["fuse"]))
 
     def _rerank(self, spec: RerankSpec) -> Stage:
         first = self.run(spec.first_stage, reuse_runs=True)
@@ -294,6 +294,28 @@ def check_reranker_models(systems: list, pack) -> None:
     for model, revision in {(reranker_model(s.reranker, s.params.get("model"), pack), s.params.get("revision"))
                             for s in systems if isinstance(s, RerankSpec)}:
         resolve_model(model, revision)
+
+
+def _fused_efficiency(parts: list[Stage], fuse_seconds: float) -> dict[str, Any] | None:
+    """A fusion costs all of its inputs: their index and search times and index sizes add up, plus fusing.
+
+    Per-query latency percentiles do not add, so they are left out (null)."""
+    figures = [p.efficiency for p in parts]
+    if any(f is None for f in figures):
+        return None
+
+    def total(key: str):
+        values = [f.get(key) for f in figures]
+        return None if any(v is None for v in values) else round(sum(values), 4)
+
+    search = total("search_seconds")
+    search = None if search is None else round(search + fuse_seconds, 4)
+    queries = figures[0].get("num_queries")
+    devices = sorted({str(f.get("device")) for f in figures if f.get("device")})
+    return {"index_seconds": total("index_seconds"), "search_seconds": search, "num_queries": queries,
+            "queries_per_second": round(queries / search, 3) if search and queries else None,
+            "index_bytes": total("index_bytes"), "peak_rss_bytes": peak_rss_bytes(),
+            "device": "+".join(devices) or None}
 
 
 _RERANKERS: dict[str, Any] = {}  # loaded rerankers, shared by every system and dataset of a process

@@ -43,6 +43,12 @@ def efficiency_table(results: list[Result], sources: Sources, baseline: str | No
     return table
 
 
+def _cost(manifest) -> float | None:
+    """Money spent (list price) when the manifest records it, else the estimate; None for free backends."""
+    cost = manifest.cost or {}
+    return cost.get("spent_usd", cost.get("estimated_usd"))
+
+
 def translation_table(translations: list[Translation], sources: Sources) -> Table:
     columns_ = ["Dataset", "Languages", "Translator", "Characters", "Segments", "Unique segments", "Time (s)",
                 "Cost (USD)"]
@@ -59,9 +65,9 @@ def translation_table(translations: list[Translation], sources: Sources) -> Tabl
                  Cell(counts.get("segments_total"), "int", sources=ref),
                  Cell(counts.get("segments_unique"), "int", sources=ref),
                  Cell(manifest.timings.get("translate", manifest.timings.get("total")), "seconds", sources=ref),
-                 Cell(manifest.translator.get("cost_usd"), "money", sources=ref)]
+                 Cell(_cost(manifest), "money", sources=ref)]
         table.rows.append(cells)
     table.caption = ("From each translated dataset's translation.json: characters sent to the translator, "
                      "segments (sentences) and unique segments, wall-clock translation time, and the money "
-                     "spent or estimated; – = not recorded in translation.json.")
+                     "spent at list price (else the estimate); – = not recorded in translation.json.")
     return table

@@ -69,14 +69,16 @@ class Counts:
     segments_unique: int = 0
     from_memory: int = 0
     translated: int = 0
+    characters: int = 0
+    """Source characters of the segments this run sent to the translator (what paid APIs bill)."""
     batches: int = 0
     empty_translations: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         return {"segments_total": self.segments_total, "segments_unique": self.segments_unique,
-                "from_memory": self.from_memory, "translated": self.translated, "batches": self.batches,
-                "empty_translations": self.empty_translations, **self.extra}
+                "from_memory": self.from_memory, "translated": self.translated, "characters": self.characters,
+                "batches": self.batches, "empty_translations": self.empty_translations, **self.extra}
 
 
 def chunks(items: Iterable, size: int) -> Iterator[list]:
@@ -127,6 +129,7 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                                      "segments")
                 memory.add(system, list(zip(segments, outputs)), lease=key)
                 counts.translated += len(segments)
+                counts.characters += sum(len(s) for s in segments)
                 counts.batches += 1
                 counts.empty_translations += sum(1 for o in outputs if not o.strip())
                 progress.update(len(segments))
