@@ -2,10 +2,12 @@
 
 The chain is Lucene's analyzer order -- StandardTokenizer, [EnglishPossessive | Elision], LowerCase,
 Stop, stemmer -- so BM25 in Python and in Elasticsearch (``es_settings()``) index the same terms.
-Tokens never span whitespace and everything after tokenization is a function of the single token,
-so the analyzer memoises the terms of each distinct whitespace-separated chunk (the stem cache):
-stemming is the expensive step and real text repeats a small vocabulary, which is what makes Polish
-analysis run at millions of tokens per second.
+Everything after tokenization is a function of the single token, so the analyzer memoises terms
+(the stem cache): stemming is the expensive step and real text repeats a small vocabulary. With the
+compiled extension (beirx/_speedups.c) one C call maps a text's whole token list through the memo,
+the stop words and the compiled Stempel/Porter stemmer, and the memo is per token. Without it, the
+pure-Python path memoises per whitespace-separated chunk (tokens never span whitespace), which
+saves the Python-level tokenizer call for repeated chunks. Both give the same terms.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from functools import cached_property
 from importlib import resources
 from typing import Callable
 
+from beirx.speedups import native
+
 from . import tokenizer as _tok
-from .stemmers import es_stem_filter, make_stemmer
+from .stemmers import es_stem_filter, make_stemmer, pure_python_stemmer
 
 ES_ANALYZER_NAME = "beirx_text"
 # Cache entries per pack (~200 bytes each); past this the analyzer still works, it just stops
@@ -74,10 +78,10 @@ class LanguagePack:
         return frozenset(w for w in text.splitlines() if w and not w.startswith("#"))
 
     @cached_property
-    def _term(self) -> Callable[[str], str]:
+    def _pure_term(self) -> Callable[[str], str]:
         """Token (lowercased) -> indexed term, or '' when the token is dropped (stop word)."""
         stop = self.stopwords
-        stem = make_stemmer(self.stemmer) if self.stemmer else None
+        stem = pure_python_stemmer(self.stemmer) if self.stemmer else None
         articles = frozenset(self.elision)
         possessive = self.possessive
 
@@ -98,16 +102,33 @@ class LanguagePack:
     def _cache(self) -> dict[str, tuple[str, ...]]:
         return {}
 
-    def analyzer(self, cache: bool = True) -> Callable[[str], list[str]]:
+    @cached_property
+    def _token_cache(self) -> dict[str, str]:
+        return {}
+
+    def analyzer(self, cache: bool = True, compiled: bool = True) -> Callable[[str], list[str]]:
         """The full chain as a fast callable.
 
-        With ``cache`` (default) results are memoised per whitespace-separated chunk of the text --
-        a word, or a word with its punctuation (``Kopernik,``): tokenizing, lowercasing, stop-word
-        removal and stemming of a chunk run once, later occurrences are one dict lookup. Chunks tokenize
-        independently (see ``tokenizer.chunker``), so the output is identical to ``cache=False``,
-        which runs the whole chain on every token (the baseline of benchmarks/analysis_throughput.py).
+        With ``cache`` (default) terms are memoised, so stop-word removal and stemming run once per
+        distinct token (compiled) or chunk (pure Python); ``cache=False`` runs the whole chain on every
+        token. ``compiled=False`` forces the pure-Python path. All four give the same terms.
         """
-        term = self._term
+        if compiled and native is not None:
+            return self._compiled_analyzer(cache)
+        return self._python_analyzer(cache)
+
+    def _compiled_analyzer(self, cache: bool) -> Callable[[str], list[str]]:
+        stem = make_stemmer(self.stemmer) if self.stemmer else None
+        memo = self._token_cache if cache else None
+        args = (memo, STEM_CACHE_MAX, frozenset(self.elision) or None, self.possessive, self.stopwords, stem)
+        tokenize, analyze_tokens = _tok.tokenize, native.analyze_tokens
+        return lambda text: analyze_tokens(tokenize(text), *args)
+
+    def _python_analyzer(self, cache: bool) -> Callable[[str], list[str]]:
+        """Memoised per whitespace-separated chunk of the text -- a word, or a word with its punctuation
+        (``Kopernik,``): tokenizing, lowercasing, stop-word removal and stemming of a chunk run once,
+        later occurrences are one dict lookup. Chunks tokenize independently (see ``tokenizer.chunker``)."""
+        term = self._pure_term
         tokenize = _tok.tokenize
         if not cache:
             return lambda text: [t for t in map(term, tokenize(text)) if t]
