@@ -984,6 +984,81 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* simple_tokenize: tokenizer.py's fast pattern for text without "complex" characters            */
+
+enum { C_LETTER = 1, C_DIGIT = 2, C_MIDLETTER = 4, C_MIDNUM = 8, C_COMPLEX = 16 };
+#define MAX_TOKEN_LENGTH 255
+
+/* simple_tokenize(text, classes) -> lowercased tokens, or None when the text needs the full grammar
+ * (a supplementary or "complex" character, or a token longer than MAX_TOKEN_LENGTH).
+ * classes: 65536 bytes of C_* bits per BMP character. Same result as tokenizer.py's `simple` pattern
+ * (runs of letters/digits joined by a MidLetter between letters or a MidNum between digits) followed
+ * by java_lower (per-character simple lowercase mapping). */
+static PyObject *simple_tokenize(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "simple_tokenize(text: str, classes: bytes)");
+        return NULL;
+    }
+    PyObject *text = args[0];
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_4BYTE_KIND) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len != 65536) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "classes must hold 65536 bytes");
+        return NULL;
+    }
+    const unsigned char *cls = view.buf;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    PyObject *out = PyList_New(0);
+    if (!out) goto fail;
+    ch_t tok[MAX_TOKEN_LENGTH + 1];
+#define CLS(k) cls[PyUnicode_READ(kind, data, (k))]
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (CLS(k) & C_COMPLEX) goto none;
+    while (i < n) {
+        unsigned char c = CLS(i);
+        if (!(c & (C_LETTER | C_DIGIT))) {
+            i++;
+            continue;
+        }
+        Py_ssize_t start = i;
+        for (;;) {
+            while (i < n && (CLS(i) & (C_LETTER | C_DIGIT))) i++;
+            if (i + 1 < n) {
+                unsigned char m = CLS(i), prev = CLS(i - 1), next = CLS(i + 1);
+                if (((m & C_MIDLETTER) && (prev & C_LETTER) && (next & C_LETTER)) ||
+                    ((m & C_MIDNUM) && (prev & C_DIGIT) && (next & C_DIGIT))) {
+                    i++;
+                    continue;
+                }
+            }
+            break;
+        }
+        if (i - start > MAX_TOKEN_LENGTH) goto none;
+        for (Py_ssize_t k = start; k < i; k++) tok[k - start] = Py_UNICODE_TOLOWER(PyUnicode_READ(kind, data, k));
+        PyObject *t = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, tok, i - start);
+        if (!t) goto fail;
+        int rc = PyList_Append(out, t);
+        Py_DECREF(t);
+        if (rc < 0) goto fail;
+    }
+#undef CLS
+    PyBuffer_Release(&view);
+    return out;
+none:
+    PyBuffer_Release(&view);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&view);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyMethodDef methods[] = {
     {"porter", make_porter, METH_NOARGS, "porter() -> the compiled Lucene Porter stemmer."},
@@ -994,6 +1069,8 @@ static PyMethodDef methods[] = {
      "count_terms(terms, vocab, ids, tfs) -> number of distinct terms."},
     {"trec_lines", (PyCFunction)(void (*)(void))trec_lines, METH_FASTCALL,
      "trec_lines(qid, docs, tag) -> the TREC run lines of one query."},
+    {"simple_tokenize", (PyCFunction)(void (*)(void))simple_tokenize, METH_FASTCALL,
+     "simple_tokenize(text, classes) -> lowercased tokens, or None when the full grammar is needed."},
     {NULL, NULL, 0, NULL},
 };
 
