@@ -15,6 +15,7 @@ from beirx.atomic import atomic_writer
 from beirx.data.beir_io import read_lines
 from beirx.data.ids import id_problem
 from beirx.errors import DataError
+from beirx.speedups import native
 
 Run = dict[str, dict[str, float]]
 
@@ -42,13 +43,19 @@ def write_trec(path: Path | str, run: Run, tag: str = "beirx") -> None:
     """Write ``qid Q0 docid rank score tag`` lines atomically, queries in run order, ranks from 1.
 
     Scores are written with ``repr`` so that reading the file back gives the identical floats (and so
-    identical ties and metrics).
+    identical ties and metrics). With the compiled extension each query's lines are sorted and formatted
+    in one C call (``trec_lines``: the same order and the same ``repr``), which matters for 300k+ lines.
     """
     tag = tag.replace(" ", "_") or "beirx"
     with atomic_writer(path) as fh:
         for qid, docs in run.items():
-            for rank, (did, score) in enumerate(ranked(docs), 1):
-                fh.write(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n")
+            lines = native.trec_lines(qid, docs, tag) if native is not None and isinstance(qid, str) else None
+            fh.write(lines if lines is not None else _trec_lines(qid, docs, tag))
+
+
+def _trec_lines(qid: str, docs: dict[str, float], tag: str) -> str:
+    """Pure-Python twin of ``beirx._speedups.trec_lines``."""
+    return "".join(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n" for rank, (did, score) in enumerate(ranked(docs), 1))
 
 
 def read_trec(path: Path | str) -> Run:

@@ -16,6 +16,9 @@ Only documents with a positive score are returned (Elasticsearch never returns n
 Known difference from Lucene: Lucene stores document lengths in one byte (lossy) while bm25s uses exact
 lengths, which moves scores slightly (nDCG@10 differences in the third decimal).
 
+Indexing streams: each document is analysed and reduced at once to int32 (term id, tf) pairs
+(:mod:`bm25_index`), so memory holds no token lists; the scores are bm25s's own, bit for bit.
+
 Indexes persist under ``$BEIRX_HOME/indexes``, keyed by dataset checksum, language pack, k1, b, field
 mode and bm25s version, so a second evaluation loads instead of re-indexing.
 """
@@ -40,6 +43,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.base import Retriever
+from beirx.evaluate.retrievers.bm25_index import PostingsBuilder
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
 
@@ -105,6 +109,7 @@ class BM25Retriever(Retriever):
         self._fields: dict[str, _FieldIndex] = {}
         self.index_dir: Path | None = None
         self.loaded_from_cache = False
+        self._id_rank: np.ndarray | None = None
 
     def describe(self) -> dict[str, Any]:
         bm25s = _bm25s()
@@ -164,27 +169,27 @@ class BM25Retriever(Retriever):
 
         analyze = self.pack.analyzer()
         names = self._field_names()
-        tokens: dict[str, list[list[str]]] = {f: [] for f in names}
-        positions: dict[str, list[int]] = {f: [] for f in names}
+        postings = {f: PostingsBuilder() for f in names}
         self.doc_ids = []
         docs = tqdm(dataset.iter_corpus(), desc=f"analyse {dataset.name} ({self.pack.code})", unit="doc",
                     disable=not self.show_progress)
         for pos, doc in enumerate(docs):
             self.doc_ids.append(doc.id)
-            values = {"contents": f"{doc.title} {doc.text}"} if self.fields == "flat" else {"title": doc.title, "text": doc.text}
-            for field, value in values.items():
-                toks = analyze(value) if value else []
-                if toks:  # Lucene counts a field's N and avgdl only over documents that have it
-                    tokens[field].append(toks)
-                    positions[field].append(pos)
+            if self.fields == "flat":
+                postings["contents"].add(pos, analyze(f"{doc.title} {doc.text}"))
+            else:
+                if doc.title:
+                    postings["title"].add(pos, analyze(doc.title))
+                if doc.text:
+                    postings["text"].add(pos, analyze(doc.text))
         self._fields = {}
         for field in names:
-            if not tokens[field]:
-                continue
-            bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene", idf_method="lucene")
-            bm25.index(tokens[field], show_progress=self.show_progress)
-            self._fields[field] = _FieldIndex(bm25, np.asarray(positions[field], dtype=np.int64))
-        log.info("indexed %d documents (%s)", len(self.doc_ids), ", ".join(f"{f}: {len(tokens[f])}" for f in names))
+            if postings[field].num_docs:
+                bm25 = postings[field].to_bm25s(bm25s, self.k1, self.b)
+                self._fields[field] = _FieldIndex(bm25, np.asarray(postings[field].positions, dtype=np.int64))
+        log.info("indexed %d documents (%s)", len(self.doc_ids),
+                 ", ".join(f"{f}: {postings[f].num_docs}" for f in names))
+        self._id_rank = None
 
     def _save(self, target: Path) -> None:
         """Written through a temp folder, so a half-written index is never taken as complete."""
@@ -200,6 +205,7 @@ class BM25Retriever(Retriever):
         bm25s = _bm25s()
 
         self.doc_ids = json.loads((source / "doc_ids.json").read_text(encoding="utf-8"))
+        self._id_rank = None
         self._fields = {}
         for field in self._field_names():
             if (source / field).is_dir():
@@ -224,18 +230,33 @@ class BM25Retriever(Retriever):
     def search(self, queries: dict[str, Query], k: int) -> Run:
         if not self.doc_ids:
             raise BeirxError("BM25 index is empty: call index(dataset) first")
+        if self._id_rank is None:
+            self._id_rank = id_ranks(self.doc_ids)
         run: Run = {}
         for qid, query in tqdm(queries.items(), desc="BM25 search", unit="q", disable=not self.show_progress):
             scores = self.score_all(query.text)
-            run[qid] = {} if scores is None else top_k(scores, self.doc_ids, k)
+            run[qid] = {} if scores is None else top_k(scores, self.doc_ids, k, self._id_rank)
         return run
 
 
-def top_k(scores: np.ndarray, doc_ids: list[str], k: int) -> dict[str, float]:
-    """The ``k`` best positive scores, ties at the cut resolved by evaluation order (higher doc ID first)."""
+def id_ranks(doc_ids: list[str]) -> np.ndarray:
+    """Each document's position in doc-ID string order, so ties can be broken by numpy sorts."""
+    ranks = np.empty(len(doc_ids), dtype=np.int64)
+    ranks[sorted(range(len(doc_ids)), key=doc_ids.__getitem__)] = np.arange(len(doc_ids))
+    return ranks
+
+
+def top_k(scores: np.ndarray, doc_ids: list[str], k: int, id_rank: np.ndarray | None = None) -> dict[str, float]:
+    """The ``k`` best positive scores in evaluation order: score descending, ties by higher doc ID first.
+
+    Only positive scores are partitioned (``np.partition``), every tie at the cut is kept, then one
+    ``np.lexsort`` on (score, doc-ID rank) orders the candidates and the first ``k`` are taken.
+    """
     positive = np.flatnonzero(scores > 0)
     if positive.size > k:
         kth = np.partition(scores[positive], positive.size - k)[positive.size - k]
         positive = positive[scores[positive] >= kth]  # keep every tie at the boundary, then cut exactly
-    chosen = sorted(positive.tolist(), key=lambda i: (scores[i], doc_ids[i]), reverse=True)[:k]
-    return {doc_ids[i]: float(scores[i]) for i in chosen}
+    if id_rank is None:
+        id_rank = id_ranks(doc_ids)
+    chosen = positive[np.lexsort((-id_rank[positive], -scores[positive]))[:k]]
+    return dict(zip(map(doc_ids.__getitem__, chosen.tolist()), scores[chosen].tolist()))
