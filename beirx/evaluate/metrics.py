@@ -62,7 +62,8 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
         log.warning("%d judged queries have no retrieved documents and score 0 (e.g. %s)", len(missing), missing[0])
     scored_run = {qid: docs for qid, docs in run.items() if qid in judged and docs}
 
-    measures = {f"{family}.{','.join(map(str, k_values))}" for family in _PYTREC_FAMILIES}
+    # One evaluator for every measure (recip_rank included): the run is converted for trec_eval once.
+    measures = {f"{family}.{','.join(map(str, k_values))}" for family in _PYTREC_FAMILIES} | {"recip_rank"}
     per_query: dict[str, dict[str, float]] = {qid: {} for qid in judged}
     raw = pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(scored_run)
     for qid, values in raw.items():
@@ -72,8 +73,7 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
 
     # MRR@k from one full-run recip_rank: the first relevant document sits at rank 1/rr, so MRR@k is rr
     # when that rank is within k and 0 otherwise (identical to recip_rank on the run cut at k).
-    rr = pytrec_eval.RelevanceEvaluator(judged, {"recip_rank"}).evaluate(scored_run)
-    for qid, values in rr.items():
+    for qid, values in raw.items():
         first_rank = round(1 / values["recip_rank"]) if values["recip_rank"] > 0 else None
         for k in k_values:
             per_query[qid][f"MRR@{k}"] = values["recip_rank"] if first_rank is not None and first_rank <= k else 0.0
