@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,19 @@ _INDEX_FORMAT = 2  # 2: COMPLETE records every file's size and checksum
 
 
 def _bm25s():
-    """Import bm25s lazily; it sets its own logger to DEBUG on import, which beirx puts back to WARNING."""
+    """Import bm25s lazily; it sets its own logger to DEBUG on import, which beirx puts back to WARNING.
+
+    bm25s imports scipy.sparse (a quarter of a cold SciFact run's CPU) only for its optional
+    ``csc_backend="scipy"``; beirx builds the matrix itself and uses bm25s's numpy code, so scipy.sparse
+    is hidden during the import (bm25s then records it as unavailable) unless something loaded it already.
+    """
+    if "bm25s" not in sys.modules and "scipy.sparse" not in sys.modules:
+        sys.modules["scipy.sparse"] = None  # makes `import scipy.sparse` raise ImportError
+        try:
+            import bm25s
+        finally:
+            if sys.modules.get("scipy.sparse", 0) is None:
+                del sys.modules["scipy.sparse"]
     import bm25s
 
     debugging = logging.getLogger().level == logging.DEBUG
