@@ -20,7 +20,7 @@ from pathlib import Path
 from beirx.errors import BeirxError
 
 HOME_ENV = "BEIRX_HOME"
-KINDS = ("downloads", "datasets", "indexes", "embeddings", "runs", "translation_memory", "ct2", "hub")
+KINDS = ("downloads", "datasets", "indexes", "embeddings", "runs", "translation_memory", "ct2", "hub", "onnx")
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LANG = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z0-9]{2,8})?$")  # pl, de, pt_BR, zh_Hant

@@ -17,6 +17,8 @@ passage prompt, max length, similarity, precision and the corpus file's checksum
 Device: :func:`beirx.models.device.choose_device` (CUDA when available, fp16 weights there, recorded as
 ``precision``; else CPU in fp32). The model is loaded once per process (:mod:`beirx.models.loaded`). Without
 ``--model`` the language's default dense model is used (:func:`beirx.models.defaults.default_model`).
+With ``backend="onnx"`` (``--dense-backend onnx [--quantize int8]``) the model runs on ONNX Runtime on the
+CPU (:mod:`beirx.models.onnx_encoder`; precision ``onnx-int8`` / ``onnx-float32``); GPUs keep torch fp16.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ log = logging.getLogger(__name__)
 
 SIMILARITIES = ("cosine", "dot")
 SEARCH_BACKENDS = ("exact", "faiss")
+BACKENDS = ("torch", "onnx")
 _CACHE_FORMAT = 1
 
 
@@ -77,6 +80,9 @@ class DenseRetriever(Retriever):
                            help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
         group.add_argument("--max-length", type=positive_int, help="tokens per text (default: the model's max_seq_length)")
         group.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size (default 32)")
+        group.add_argument("--dense-backend", choices=BACKENDS, default="torch",
+                           help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)")
+        group.add_argument("--quantize", choices=("int8",), help="with --dense-backend onnx: dynamic int8 quantization")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -88,6 +94,8 @@ class DenseRetriever(Retriever):
             params["batch_size"] = args.batch_size
         if args.search != "exact":
             params["search"] = args.search
+        if args.dense_backend != "torch" or args.quantize:
+            params.update(backend=args.dense_backend, quantize=args.quantize)
         return params
 
     @property
@@ -97,8 +105,8 @@ class DenseRetriever(Retriever):
     def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
                  passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
                  batch_size: int = 32, device: str | None = None, sort_by_length: bool = True,
-                 chunk_rows: int | None = None, search: str = "exact", use_cache: bool = True,
-                 show_progress: bool = True):
+                 chunk_rows: int | None = None, search: str = "exact", backend: str = "torch",
+                 quantize: str | None = None, use_cache: bool = True, show_progress: bool = True):
         model = model or default_model("dense", pack.code)  # every language has one
         if similarity is not None and similarity not in SIMILARITIES:
             raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
@@ -120,6 +128,14 @@ class DenseRetriever(Retriever):
         if search not in SEARCH_BACKENDS:
             raise BeirxError(f"search must be one of {', '.join(SEARCH_BACKENDS)}, got {search!r}")
         self.search_backend = search
+        if backend not in BACKENDS:
+            raise BeirxError(f"--dense-backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if quantize is not None and backend != "onnx":
+            raise BeirxError("--quantize int8 needs --dense-backend onnx")
+        self.backend, self.quantize = backend, quantize
+        if backend == "onnx":
+            require("onnxruntime", "onnx", "the ONNX Runtime dense backend (--dense-backend onnx)")
+        self._onnx = None
         self.use_cache = use_cache
         self.show_progress = show_progress
         self.doc_ids: list[str] = []
@@ -133,8 +149,16 @@ class DenseRetriever(Retriever):
             self.device = choose_device(None)
         return self.device
 
+    def _uses_onnx(self) -> bool:
+        if self.backend == "onnx" and self._device().startswith("cuda"):
+            log.warning("--dense-backend onnx is for CPUs; on %s the torch backend runs (fp16)", self._device())
+            self.backend, self.quantize = "torch", None
+        return self.backend == "onnx"
+
     @property
     def precision(self) -> str:
+        if self._uses_onnx():
+            return f"onnx-{self.quantize or 'float32'}"
         return "float16" if self._device().startswith("cuda") else "float32"
 
     def describe(self) -> dict[str, Any]:
@@ -142,9 +166,17 @@ class DenseRetriever(Retriever):
                 "implementation": f"sentence-transformers {importlib.metadata.version('sentence-transformers')}",
                 "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
                 "similarity": self.similarity, "max_length": self.max_length, "precision": self.precision,
-                "document_text": "(title + ' ' + text).strip()", "search": self.search_backend}
+                "document_text": "(title + ' ' + text).strip()", "search": self.search_backend,
+                **(self.model().describe() if self._uses_onnx() else {})}
 
     def model(self):
+        if self._uses_onnx():
+            if self._onnx is None:
+                from beirx.models.onnx_encoder import OnnxEncoder
+
+                self._onnx = OnnxEncoder(self.files.folder, self.files.name, self.files.revision, self.quantize)
+            self._onnx.max_seq_length = self.max_length
+            return self._onnx
         model = sentence_transformer(self.files.folder, self._device(), self.precision == "float16")
         model.max_seq_length = self.max_length
         return model
