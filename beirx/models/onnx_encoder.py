@@ -17,6 +17,7 @@ the model's own, so texts, prompts and truncation are exactly what sentence-tran
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import logging
@@ -70,6 +71,16 @@ def _pooling_mode(folder: Path) -> tuple[str, bool]:
     return mode, len(kinds) > 2
 
 
+@contextlib.contextmanager
+def _quiet_logging():
+    """ONNX Runtime's optimizer and quantizer log a line per tensor at INFO (on the root logger)."""
+    logging.disable(logging.INFO)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
 def export(folder: Path, name: str, revision: str | None, quantize: str | None) -> Path:
     """The cached ONNX file of the model's transformer (exported, and quantized, on first use)."""
     ort = _onnxruntime()
@@ -100,7 +111,7 @@ def export(folder: Path, name: str, revision: str | None, quantize: str | None) 
                 return self.model(**dict(zip(inputs, args))).last_hidden_state
 
         axes = {n: {0: "batch", 1: "sequence"} for n in [*inputs, "token_states"]}
-        with atomic_dir(target) as tmp, torch.no_grad(), warnings.catch_warnings():
+        with atomic_dir(target) as tmp, torch.no_grad(), warnings.catch_warnings(), _quiet_logging():
             warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python code (batch/length axes are dynamic)
             exported, fp32 = tmp / "exported.onnx", tmp / ("model-fp32.onnx" if quantize else "model.onnx")
             torch.onnx.export(_States(transformer), dummy, str(exported), input_names=inputs,
