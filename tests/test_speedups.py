@@ -13,7 +13,6 @@ import glob
 import json
 import random
 from array import array
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,10 +21,11 @@ from beirx.language_packs import get_pack, list_packs
 from beirx.language_packs.stemmers import make_stemmer, pure_python_stemmer
 from beirx.language_packs.tokenizer import tokenize
 from beirx.speedups import native
+from tests.conftest import SHARED as CONFTEST_SHARED
 
 pytestmark = pytest.mark.skipif(native is None, reason="beirx._speedups not built (no C compiler)")
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = CONFTEST_SHARED / "data"
 SCIFACT = SHARED / "beir" / "scifact"
 
 
