@@ -211,6 +211,8 @@ class DenseRetriever(Retriever):
                 "max_length": self.max_length, "similarity": self.similarity, "precision": self.precision,
                 "corpus": corpus_checksum(dataset.corpus_path), "document_text": "(title + ' ' + text).strip()",
                 "format": _CACHE_FORMAT}
+        if self._uses_onnx():  # the export (its folder name carries its key) decides the embeddings too
+            meta["onnx_export"] = self.model().path.parent.name
         label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset.name}-{Path(self.files.name).name}")[-80:]
         cache = EmbeddingCache(cache_dir("embeddings"), label, cache_key(meta))
         self.index_location = cache.folder
