@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("beirx.cli.eval", "evaluate retrievers and rerankers on a dataset and language"),
     "publish": ("beirx.cli.publish", "export/push datasets and results to the Hugging Face Hub"),
     "mteb": ("beirx.cli.mteb", "register a dataset as an MTEB task; MTEB-format results"),
+    "train": ("beirx.cli.train", "fine-tune a bi-encoder or cross-encoder reranker on a split's qrels"),
+    "generate-queries": ("beirx.cli.generate_queries", "synthetic queries for a corpus (GenQ), as a training split"),
     "schema": ("beirx.cli.schema", "print the JSON Schema of the results, manifest or quality file format"),
     "report": ("beirx.cli.report", "tables, significance tests, efficiency and plots from results (Markdown, LaTeX, HTML)"),
 }

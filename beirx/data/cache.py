@@ -6,6 +6,7 @@ Layout::
     datasets/<name>/        source datasets (datasets/scifact, datasets/cqadupstack/android)
     datasets/<name>-<lang>/ translated versions (datasets/scifact-pl, datasets/cqadupstack/android-pl)
     indexes/  embeddings/  runs/
+    translation_memory/  generated_queries/   SQLite caches of translate and generate-queries
     hub/                    Hub datasets converted to BEIR layout (hub/<org>/<name>/<revision>), exports
 
 Everything here can be rebuilt, so deleting the folder (or one dataset in it) is always safe.
@@ -20,7 +21,8 @@ from pathlib import Path
 from beirx.errors import BeirxError
 
 HOME_ENV = "BEIRX_HOME"
-KINDS = ("downloads", "datasets", "indexes", "embeddings", "runs", "translation_memory", "ct2", "hub", "onnx")
+KINDS = ("downloads", "datasets", "indexes", "embeddings", "runs", "translation_memory", "generated_queries", "ct2",
+         "hub", "onnx")
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LANG = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z0-9]{2,8})?$")  # pl, de, pt_BR, zh_Hant

@@ -4,8 +4,8 @@ Models trained with prefixes lose much of their quality without them (E5: ``"que
 ``"passage: "``, Wang et al. 2022, "Text Embeddings by Weakly-Supervised Contrastive Pre-training"). They
 come from the model's ``config_sentence_transformers.json`` ``prompts`` (``query``;
 ``document``/``passage``/``corpus`` for documents, as sentence-transformers' ``encode_query``/
-``encode_document`` choose them), else from :data:`KNOWN_PROMPTS` for E5 checkpoints published without that
-file, else none. Dense retrieval, the translation-quality encoder and the MTEB wrapper all use this, so a
+``encode_document`` choose them, a non-empty one first), else from :data:`KNOWN_PROMPTS` for E5 checkpoints
+published without that file, else none. Dense retrieval, the translation-quality encoder and the MTEB wrapper all use this, so a
 model is prompted the same way everywhere.
 """
 
@@ -28,7 +28,8 @@ def model_prompts(files: ModelFiles) -> dict[str, str]:
     found: dict[str, str] = {}
     if "query" in prompts:
         found["query"] = prompts["query"]
-    for name in ("document", "passage", "corpus"):
+    # sentence-transformers >= 6 saves an empty "document" prompt beside a model's real "passage" one
+    for name in sorted(("document", "passage", "corpus"), key=lambda n: not prompts.get(n)):
         if name in prompts:
             found["passage"] = prompts[name]
             break

@@ -1,0 +1,80 @@
+"""``beirx train bi-encoder|cross-encoder``: fine-tune a retriever or a reranker on a dataset split's qrels.
+
+The library code is :mod:`beirx.train`; this module only maps flags to
+:class:`~beirx.train.options.TrainOptions`. Rerunning a stopped command resumes from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from beirx.cli import show_progress
+
+KINDS = {"bi-encoder": "dense retriever (sentence-transformers, MultipleNegativesRankingLoss)",
+         "cross-encoder": "reranker (CrossEncoder, BinaryCrossEntropyLoss on mined negatives)"}
+
+
+def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
+    parser.add_argument("--dataset", required=True, help="catalogue name, BEIR folder or hf:ORG/NAME")
+    parser.add_argument("--lang", default=None, help="language of the dataset and of the BM25 analyzer for "
+                                                     "mining (default: a translation's language, else en)")
+    parser.add_argument("--split", default="train", help="qrels split to train on (default train)")
+    parser.add_argument("--model", required=True, help="base model: local folder or Hub id")
+    parser.add_argument("--output", type=Path, required=True, help="folder for the trained model and its card")
+    parser.add_argument("--epochs", type=float, default=1.0, help="epochs (default 1)")
+    parser.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (overrides --epochs)")
+    parser.add_argument("--batch-size", type=int, default=32, help="examples per batch and device (default 32)")
+    parser.add_argument("--learning-rate", "--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
+    parser.add_argument("--warmup-ratio", type=float, default=0.1, help="linear warm-up share of steps (default 0.1)")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="tokens per text during training (default: the model's)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of initialisation and data order (default 42)")
+    parser.add_argument("--hard-negatives", choices=("none", "bm25"), default="bm25" if kind == "cross-encoder" else "none",
+                        help="mine negatives with the language's BM25, never a judged positive (default: "
+                             f"{'bm25' if kind == 'cross-encoder' else 'none, in-batch negatives only'})")
+    parser.add_argument("--negatives", type=int, default=4 if kind == "cross-encoder" else 1,
+                        help="mined negatives per query")
+    parser.add_argument("--save-steps", type=int, default=500, help="checkpoint every N steps (default 500)")
+    parser.add_argument("--logging-steps", type=int, default=10, help="log the loss every N steps (default 10)")
+    parser.add_argument("--device", default=None, help="cpu, or cuda (every visible GPU; default when present)")
+    parser.add_argument("--fp16", action="store_true", help="mixed precision (GPU)")
+    parser.add_argument("--keep-checkpoints", action="store_true", help="keep OUTPUT/checkpoints after training")
+    parser.add_argument("--overwrite", action="store_true", help="train again into an OUTPUT that holds a model")
+    parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
+    parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
+                        help="progress bar with the loss (default: on a terminal; log lines otherwise)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, help_text in KINDS.items():
+        _shared(sub.add_parser(kind, help=help_text, description=f"Train a {help_text}."), kind)
+
+
+def run(args) -> int:
+    from beirx.train.options import TrainOptions
+
+    opts = TrainOptions(dataset=args.dataset, model=args.model, output=args.output, lang=args.lang, split=args.split,
+                        epochs=args.epochs, max_steps=args.max_steps, batch_size=args.batch_size,
+                        learning_rate=args.learning_rate, warmup_ratio=args.warmup_ratio,
+                        max_seq_length=args.max_seq_length, seed=args.seed, save_steps=args.save_steps,
+                        logging_steps=args.logging_steps, hard_negatives=args.hard_negatives,
+                        negatives=args.negatives, device=args.device, fp16=args.fp16,
+                        keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite)
+    if args.kind == "bi-encoder":
+        from beirx.train.bi_encoder import train_bi_encoder as train
+    else:
+        from beirx.train.cross_encoder import train_cross_encoder as train
+    record = train(opts, show_progress=show_progress(args))
+    data, run_info = record["training_data"], record["training"]
+    print(f"trained {args.kind}: {opts.output}\n"
+          f"  data: {data['dataset']} [{data['language']}/{data['split']}] {data['num_pairs']} pairs, "
+          f"checksum {data['checksum']}\n"
+          f"  {run_info['steps']} steps, mean loss {run_info['train_loss']}, "
+          f"{run_info['seconds_this_session']} s this session"
+          + (f" (resumed from {run_info['resumed_from']})" if run_info["resumed_from"] else "") + "\n"
+          f"  parameters: {json.dumps(record['parameters'])}")
+    return 0

@@ -1,0 +1,75 @@
+"""Fine-tune a sentence-transformers bi-encoder on a split's (query, positive) pairs.
+
+Loss: MultipleNegativesRankingLoss (Henderson et al., 2017; the contrastive InfoNCE loss of DPR,
+Karpukhin et al., 2020): for each query, softmax cross-entropy of its positive against every other
+document in the batch and, with ``--hard-negatives bm25``, the mined negatives (columns ``negative_1``...).
+Batches never hold the same text twice (``NO_DUPLICATES``), so a query with two positives never meets its
+other positive as a negative. The model's query/passage prompts (E5: ``"query: "``/``"passage: "``,
+:func:`beirx.models.prompts.model_prompts`) are applied per column by the trainer, and written into the saved
+model's config, so ``beirx eval --retriever dense --model DIR`` encodes exactly as training did. Training
+may use a shorter ``--max-seq-length`` to save time; the saved model keeps the base model's length, so
+"before" and "after" are evaluated alike.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from beirx.models.prompts import model_prompts
+from beirx.train import session
+from beirx.train.options import TrainOptions
+
+log = logging.getLogger(__name__)
+
+LOSS = "MultipleNegativesRankingLoss"
+
+
+def columns(data: session.TrainingData, negatives: int) -> dict[str, list[str]]:
+    """``query``, ``passage`` and ``negative_1..N`` texts, one row per example, in the examples' order."""
+    cols: dict[str, list[str]] = {"query": [], "passage": []}
+    cols.update({f"negative_{i + 1}": [] for i in range(negatives)})
+    for e in data.examples:
+        cols["query"].append(data.queries[e.query_id])
+        cols["passage"].append(data.docs[e.positive_id])
+        for i, doc_id in enumerate(e.negative_ids[:negatives]):
+            cols[f"negative_{i + 1}"].append(data.docs[doc_id])
+    return cols
+
+
+def column_prompts(prompts: dict[str, str], names: list[str]) -> dict[str, str]:
+    """The trainer's ``prompts`` mapping: the query prompt for ``query``, the passage prompt for documents."""
+    found = {name: prompts.get("query" if name == "query" else "passage", "") for name in names}
+    return {name: prompt for name, prompt in found.items() if prompt}
+
+
+def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: tuple = ()) -> dict[str, Any]:
+    """Train, save to ``opts.output`` with its card, and return the card's record (``callbacks``: extra
+    ``TrainerCallback`` objects)."""
+    session.require_training()
+    import datasets
+    from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
+                                       SentenceTransformerTrainingArguments)
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+
+    data, base, device = session.prepare(opts, show_progress)
+    prompts = model_prompts(base)
+    model = SentenceTransformer(str(base.folder), device=device)
+    base_length = model.max_seq_length
+    if opts.max_seq_length:
+        model.max_seq_length = opts.max_seq_length
+    negatives = opts.negatives if opts.hard_negatives != "none" else 0
+    train_dataset = datasets.Dataset.from_dict(columns(data, negatives))
+    args = session.training_arguments(
+        SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
+        prompts=column_prompts(prompts, train_dataset.column_names) or None)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
+                                         loss=MultipleNegativesRankingLoss(model))
+    run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress, callbacks)
+    model.max_seq_length = base_length
+    if prompts:  # written into the saved config, so evaluation prompts as training did
+        model.prompts = {**model.prompts, **prompts, **({"document": prompts["passage"]} if "passage" in prompts else {})}
+    loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
+            "max_seq_length": opts.max_seq_length or base_length}
+    return session.finish(model, "bi-encoder", opts, data, base, run, loss, prompts)

@@ -1,0 +1,84 @@
+"""The model card (``README.md``) of a trained model: what it was trained on, how, and by which versions.
+
+The card is the model's provenance, as ``translation.json`` is a translation's: a YAML front matter that the
+Hugging Face Hub reads (``library_name``, ``base_model``, ``language``, ``tags``) plus a ``beirx`` block with
+the full record (training data: dataset, checksum, language, split, number of pairs, hard negatives;
+parameters and seed; loss; prompts; steps and loss reached; beirx and library versions), then the same in
+prose. READMEs are not part of a model folder's revision (:func:`beirx.models.files.folder_checksum`), so
+rewriting a card never invalidates cached embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from beirx import __version__
+from beirx.artifacts.results import now
+from beirx.atomic import atomic_writer
+from beirx.models.files import ModelFiles
+from beirx.provenance import environment_versions
+
+KEY = "beirx"
+PIPELINE = {"bi-encoder": ("sentence-transformers", "sentence-similarity"),
+            "cross-encoder": ("sentence-transformers", "text-ranking")}
+
+
+def training_record(kind: str, base: ModelFiles, data: dict[str, Any], parameters: dict[str, Any],
+                    loss: dict[str, Any], prompts: dict[str, str], run: dict[str, Any]) -> dict[str, Any]:
+    """The card's ``beirx`` block (JSON-able)."""
+    return {"kind": kind, "base_model": {"name": base.name, "revision": base.revision}, "training_data": data,
+            "parameters": parameters, "seed": parameters["seed"], "loss": loss, "prompts": prompts,
+            "training": run, "beirx_version": __version__, "versions": environment_versions(), "created": now()}
+
+
+def _front_matter(record: dict[str, Any]) -> dict[str, Any]:
+    library, pipeline = PIPELINE[record["kind"]]
+    meta: dict[str, Any] = {"library_name": library, "pipeline_tag": pipeline,
+                            "language": [record["training_data"]["language"]],
+                            "tags": ["beirx", record["kind"], record["training_data"]["dataset"]]}
+    base = record["base_model"]["name"]
+    if not Path(base).is_absolute() and base.count("/") == 1 and not base.startswith("."):
+        meta["base_model"] = base  # a Hub id; a local folder means nothing to a reader of the card
+    meta[KEY] = record
+    return meta
+
+
+def render(record: dict[str, Any]) -> str:
+    """The README text: front matter, then a human summary."""
+    data, params, run = record["training_data"], record["parameters"], record["training"]
+    negatives = data["hard_negatives"]
+    lines = [
+        "---", yaml.safe_dump(_front_matter(record), sort_keys=False, allow_unicode=True).rstrip(), "---", "",
+        f"# {record['kind']} fine-tuned with beirx on {data['dataset']} ({data['language']}, {data['split']})", "",
+        f"Base model: `{record['base_model']['name']}` (revision `{record['base_model']['revision']}`).", "",
+        "## Training data", "",
+        f"- dataset `{data['dataset']}` from `{data['source']}`, checksum `{data['checksum']}`",
+        f"- language `{data['language']}`, split `{data['split']}`: {data['num_pairs']} (query, positive) pairs "
+        f"over {data['num_queries']} queries and {data['num_documents']} documents",
+        "- hard negatives: " + (f"{negatives['per_pair']} per pair, mined with {negatives['implementation']} "
+                                f"(analyzer `{negatives['analyzer']}`, {negatives['fields']}), never a judged positive"
+                                if negatives else "none (in-batch negatives only)"),
+        "", "## Training", "",
+        f"- loss: {record['loss']['name']}; seed {record['seed']}; "
+        f"{run['steps']} steps, mean training loss {run['train_loss']}",
+        f"- prompts: {json.dumps(record['prompts'], ensure_ascii=False)}",
+        "- parameters: `" + json.dumps(params, ensure_ascii=False) + "`",
+        f"- beirx {record['beirx_version']}, sentence-transformers "
+        f"{record['versions'].get('sentence-transformers', '?')}, transformers {record['versions'].get('transformers', '?')}",
+        "", "## Evaluate", "", "```bash",
+        ("beirx eval --dataset DATASET --lang LANG --retriever dense --model THIS_FOLDER"
+         if record["kind"] == "bi-encoder" else
+         "beirx eval --dataset DATASET --lang LANG --retriever bm25 --reranker cross-encoder --reranker-model THIS_FOLDER"),
+        "```", ""]
+    return "\n".join(lines)
+
+
+def write_card(folder: Path, record: dict[str, Any]) -> Path:
+    path = Path(folder) / "README.md"
+    with atomic_writer(path) as fh:
+        fh.write(render(record))
+    return path

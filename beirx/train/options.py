@@ -1,0 +1,63 @@
+"""The parameters of a training run, shared by the bi-encoder and the cross-encoder trainers.
+
+One dataclass so the CLI, the trainers, the checkpoint identity (:mod:`beirx.train.checkpoints`) and the
+model card all see the same values. Defaults follow sentence-transformers' training examples: one epoch,
+learning rate 2e-5 with 10 % linear warm-up, seed 42.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beirx.errors import BeirxError
+
+HARD_NEGATIVES = ("none", "bm25")
+
+
+@dataclass
+class TrainOptions:
+    dataset: str
+    model: str
+    output: Path
+    lang: str | None = None
+    split: str = "train"
+    epochs: float = 1.0
+    max_steps: int = -1           # > 0 stops there (overrides epochs), as in transformers
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    max_seq_length: int | None = None  # None: the model's own
+    seed: int = 42
+    save_steps: int = 500
+    save_total_limit: int = 2
+    logging_steps: int = 10
+    hard_negatives: str = "none"
+    negatives: int = 1
+    device: str | None = None     # None: CUDA when available
+    fp16: bool = False
+    keep_checkpoints: bool = False
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        self.output = Path(self.output)
+        if self.hard_negatives not in HARD_NEGATIVES:
+            raise BeirxError(f"--hard-negatives must be one of {', '.join(HARD_NEGATIVES)}, got {self.hard_negatives!r}")
+        for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit"):
+            if getattr(self, name) < 1:
+                raise BeirxError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.epochs <= 0 and self.max_steps <= 0:
+            raise BeirxError("--epochs must be positive (or give --max-steps)")
+        if not 0 <= self.warmup_ratio < 1:
+            raise BeirxError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
+
+    def training_parameters(self) -> dict[str, Any]:
+        """What shapes the weights (for the card and the checkpoint identity); not paths or bookkeeping."""
+        skip = {"dataset", "model", "output", "lang", "split", "keep_checkpoints", "overwrite", "device",
+                "save_steps", "save_total_limit", "logging_steps"}
+        params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+        if self.hard_negatives == "none":
+            params.pop("negatives")
+        return params

@@ -1,0 +1,238 @@
+"""``beirx train`` on tiny random-weight models built here (no network): the examples and negatives are what
+the qrels say (worked out by hand on ``tiny_dataset``), mined negatives are never judged positives, a killed
+run resumes from its checkpoint to the same weights as an uninterrupted one, and the written folders load in
+``beirx eval`` (dense retrieval and cross-encoder reranking) with a card recording the training data."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("datasets")
+pytest.importorskip("accelerate")
+
+from beirx.artifacts.results import ResultsDocument  # noqa: E402
+from beirx.cli import main  # noqa: E402
+from beirx.data.dataset import BeirDataset  # noqa: E402
+from beirx.data.front_matter import read_front_matter  # noqa: E402
+from beirx.errors import BeirxError  # noqa: E402
+from beirx.language_packs import get_pack  # noqa: E402
+from beirx.train import bi_encoder, checkpoints, cross_encoder  # noqa: E402
+from beirx.train.examples import Example, all_judged_positives, judged_positives, positive_pairs  # noqa: E402
+from beirx.train.negatives import BM25Miner  # noqa: E402
+from beirx.train.options import TrainOptions  # noqa: E402
+from beirx.train.session import load_training_data  # noqa: E402
+
+TEXT = ("Cats are small domestic animals that hunt mice. Dogs are loyal animals and good companions. Mice are "
+        "small rodents; cats hunt them at night. Whales are the largest animals in the ocean. Birds can fly and "
+        "sing. which animals hunt mice largest ocean animal loyal companion dog unjudged query passage")
+WORDS = sorted(set(re.findall(r"[a-z]+", TEXT.lower())))
+TINY_BERT = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                 max_position_embeddings=64)
+E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
+
+
+def bert_tokenizer():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(string.punctuation) + WORDS
+    return transformers.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+
+
+@pytest.fixture(scope="module")
+def tiny_bi_encoder(tmp_path_factory):
+    """A random 2-layer BERT with mean pooling and E5-style prompts, as a sentence-transformers folder."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as models
+
+    root = tmp_path_factory.mktemp("models")
+    torch.manual_seed(0)
+    tok = bert_tokenizer()
+    transformers.BertModel(transformers.BertConfig(vocab_size=len(tok), **TINY_BERT)).save_pretrained(root / "hf")
+    tok.save_pretrained(root / "hf")
+    word = models.Transformer(str(root / "hf"), max_seq_length=48)
+    model = SentenceTransformer(modules=[word, models.Pooling(16, "mean")], prompts=E5_PROMPTS, device="cpu")
+    model.save(str(root / "st"))
+    return root / "st"
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "tiny-ce"
+    torch.manual_seed(1)
+    tok = bert_tokenizer()
+    transformers.BertForSequenceClassification(
+        transformers.BertConfig(vocab_size=len(tok), num_labels=1, **TINY_BERT)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def options(dataset, model, output, **kw) -> TrainOptions:
+    base = dict(dataset=str(dataset), model=str(model), output=output, lang="en", split="test", batch_size=2,
+                max_steps=2, save_steps=1, logging_steps=1, device="cpu")
+    return TrainOptions(**{**base, **kw})
+
+
+# -- data -------------------------------------------------------------------------------------------
+def test_pairs_are_the_positive_judgements(tiny_dataset):
+    ds = BeirDataset(tiny_dataset)
+    (tiny_dataset / "qrels" / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td2\t1\nq2\td5\t0\nq4\td5\t2\n", encoding="utf-8")
+    assert positive_pairs(ds, "test") == [Example("q1", "d1"), Example("q1", "d3"), Example("q2", "d4"),
+                                          Example("q3", "d2")]
+    assert positive_pairs(ds, "train") == [Example("q1", "d2"), Example("q4", "d5")]  # score 0 is no positive
+    assert judged_positives(ds.qrels("train")) == {"q1": {"d2"}, "q4": {"d5"}}
+    assert all_judged_positives(ds) == {"q1": {"d1", "d2", "d3"}, "q2": {"d4"}, "q3": {"d2"}, "q4": {"d5"}}
+
+
+def test_bm25_negatives_by_hand(tiny_dataset):
+    """English analyzer: q1 -> which, anim, hunt, mice; q2 -> largest, ocean, anim; q3 -> loyal, companion, dog.
+    Non-positive matches score only on 'anim' in the text field, so the shorter text ranks first: d4 (4 tokens)
+    before d2 (5) before d1 (6). q3's words occur only in its positive d2: no negative."""
+    ds = BeirDataset(tiny_dataset)
+    miner = BM25Miner(ds, get_pack("en"), show_progress=False)
+    texts = {q: ds.queries[q].text for q in ("q1", "q2", "q3")}
+    positives = judged_positives(ds.qrels("test"))
+    assert miner.mine(texts, positives, 2) == {"q1": ["d4", "d2"], "q2": ["d2", "d1"], "q3": []}
+    assert miner.mine(texts, positives, 1) == {"q1": ["d4"], "q2": ["d2"], "q3": []}
+    # a positive in another split is excluded too
+    assert miner.negatives(texts["q1"], {"d1", "d3", "d4"}, 2) == ["d2"]
+
+
+def test_mined_negatives_are_never_judged_positives(scifact_dir):
+    """On real SciFact train queries: no negative is judged > 0 for its query in any split."""
+    ds = BeirDataset(scifact_dir)
+    positives = all_judged_positives(ds)
+    miner = BM25Miner(ds, get_pack("en"), show_progress=False)
+    queries, _ = ds.queries_for_split("train")
+    sample = {qid: queries[qid].text for qid in list(queries)[:40]}
+    mined = miner.mine(sample, positives, 10)
+    assert all(len(negs) == 10 and not set(negs) & positives[qid] for qid, negs in mined.items())
+    ranked = miner.retriever.search({q: queries[q] for q in sample}, 20)
+    hit = [q for q in sample if set(ranked[q]) & positives[q]]
+    assert hit  # BM25 does rank positives high: excluding them is not vacuous
+
+
+def test_training_data_and_columns(tiny_dataset, tiny_bi_encoder, tmp_path):
+    data = load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", hard_negatives="bm25"), False)
+    assert data.examples == [Example("q1", "d1", ("d4",)), Example("q1", "d3", ("d4",)), Example("q2", "d4", ("d2",))]
+    assert data.dropped == 1  # q3 has no BM25 negative
+    assert bi_encoder.columns(data, 1) == {
+        "query": ["which animals hunt mice", "which animals hunt mice", "largest ocean animal"],
+        "passage": ["Cats Cats are small domestic animals that hunt mice.",
+                    "Mice Mice are small rodents; cats hunt them at night.",
+                    "Whales are the largest animals in the ocean."],
+        "negative_1": ["Whales are the largest animals in the ocean.", "Whales are the largest animals in the ocean.",
+                       "Dogs Dogs are loyal animals and good companions."]}
+    assert cross_encoder.columns(data) == {
+        "query": ["which animals hunt mice"] * 3 + ["largest ocean animal"] * 2,
+        "passage": ["Cats Cats are small domestic animals that hunt mice.",
+                    "Whales are the largest animals in the ocean.",
+                    "Mice Mice are small rodents; cats hunt them at night.",
+                    "Whales are the largest animals in the ocean.",
+                    "Dogs Dogs are loyal animals and good companions."],
+        "label": [1.0, 0.0, 1.0, 1.0, 0.0]}
+    assert bi_encoder.column_prompts(E5_PROMPTS, ["query", "passage", "negative_1"]) == {
+        "query": "query: ", "passage": "passage: ", "negative_1": "passage: "}
+    assert bi_encoder.column_prompts({}, ["query", "passage"]) == {}
+
+
+# -- bi-encoder ---------------------------------------------------------------------------------------
+def test_bi_encoder_trains_writes_card_and_loads_in_eval(tiny_dataset, tiny_bi_encoder, tmp_path, capsys):
+    out = tmp_path / "bi"
+    record = bi_encoder.train_bi_encoder(options(tiny_dataset, tiny_bi_encoder, out), show_progress=False)
+    assert not (out / "checkpoints").exists()
+    card = read_front_matter(out / "README.md")
+    assert card["beirx"] == json.loads(json.dumps(record))
+    data = card["beirx"]["training_data"]
+    assert (data["checksum"], data["language"], data["split"], data["num_pairs"]) == (
+        BeirDataset(tiny_dataset).checksum(), "en", "test", 4)
+    assert card["beirx"]["seed"] == 42 and card["beirx"]["training"]["steps"] == 2
+    assert card["beirx"]["prompts"] == E5_PROMPTS and card["beirx"]["loss"]["name"] == "MultipleNegativesRankingLoss"
+    assert card["beirx"]["beirx_version"] and card["language"] == ["en"]
+    saved = json.loads((out / "config_sentence_transformers.json").read_text())
+    assert saved["prompts"]["query"] == "query: " and saved["prompts"]["passage"] == "passage: "
+    from safetensors.torch import load_file
+    before = load_file(tiny_bi_encoder / "model.safetensors")
+    after = load_file(out / "model.safetensors")
+    assert any(not torch.equal(before[k], after[k]) for k in before)  # the weights moved
+
+    assert main(["eval", "--dataset", str(tiny_dataset), "--retriever", "dense", "--model", str(out),
+                 "--output", str(tmp_path / "res"), "--device", "cpu", "--no-progress"]) == 0
+    (path,) = (tmp_path / "res").glob("*.json")
+    doc = ResultsDocument.load(path)
+    assert doc.system.description["model"] == str(out) and "NDCG@10" in doc.metrics
+    assert doc.system.description["query_prompt"] == "query: "
+    # a finished model is not trained over without --overwrite
+    assert main(["train", "bi-encoder", "--dataset", str(tiny_dataset), "--split", "test", "--model",
+                 str(tiny_bi_encoder), "--output", str(out), "--device", "cpu"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_killed_run_resumes_to_the_same_weights(tiny_dataset, tiny_bi_encoder, tmp_path):
+    from safetensors.torch import load_file
+    from transformers import TrainerCallback
+
+    class Kill(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            if state.global_step == 2:
+                raise KeyboardInterrupt  # after checkpoint-2 is on disk, as a kill would leave it
+
+    kw = dict(max_steps=4, save_steps=2, hard_negatives="bm25")
+    killed = tmp_path / "killed"
+    with pytest.raises(KeyboardInterrupt):
+        bi_encoder.train_bi_encoder(options(tiny_dataset, tiny_bi_encoder, killed, **kw), False, callbacks=(Kill(),))
+    assert checkpoints.last_checkpoint(killed).endswith("checkpoint-2")
+    assert not (killed / "model.safetensors").exists()
+    resumed = bi_encoder.train_bi_encoder(options(tiny_dataset, tiny_bi_encoder, killed, **kw), False)
+    assert resumed["training"]["resumed_from"] == "checkpoint-2" and resumed["training"]["steps"] == 4
+    straight = bi_encoder.train_bi_encoder(options(tiny_dataset, tiny_bi_encoder, tmp_path / "straight", **kw), False)
+    assert straight["training"]["resumed_from"] is None
+    a, b = load_file(killed / "model.safetensors"), load_file(tmp_path / "straight" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_checkpoints_of_another_run_are_refused(tmp_path):
+    checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 2e-5})
+    checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 2e-5})  # the same run: fine
+    with pytest.raises(BeirxError, match="learning_rate"):
+        checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 1e-4})
+
+
+# -- cross-encoder ------------------------------------------------------------------------------------
+def test_cross_encoder_trains_and_reranks_in_eval(tiny_dataset, tiny_cross_encoder, tmp_path):
+    out = tmp_path / "ce"
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--lang", "en", "--split", "test",
+                 "--model", str(tiny_cross_encoder), "--output", str(out), "--negatives", "1", "--max-steps", "2",
+                 "--batch-size", "2", "--device", "cpu", "--no-progress"]) == 0
+    record = read_front_matter(out / "README.md")["beirx"]
+    assert record["kind"] == "cross-encoder" and record["training_data"]["num_pairs"] == 3
+    assert record["loss"] == {"name": "BinaryCrossEntropyLoss", "pos_weight": pytest.approx(2 / 3, abs=1e-6),
+                              "positives": 3, "negatives": 2, "max_length": record["loss"]["max_length"]}
+    negatives = record["training_data"]["hard_negatives"]
+    assert (negatives["miner"], negatives["analyzer"], negatives["per_pair"]) == ("bm25", "en", 1)
+    assert main(["eval", "--dataset", str(tiny_dataset), "--retriever", "bm25", "--reranker", "cross-encoder",
+                 "--reranker-model", str(out), "--output", str(tmp_path / "res"), "--device", "cpu",
+                 "--no-progress"]) == 0
+    docs = [ResultsDocument.load(p) for p in (tmp_path / "res").glob("*.json")]
+    reranked = [d for d in docs if d.system.kind == "rerank"]
+    assert reranked and reranked[0].system.description["reranker"]["model"] == str(out)
+
+
+def test_cross_encoder_needs_negatives(tiny_dataset, tiny_cross_encoder, tmp_path, capsys):
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--split", "test", "--model",
+                 str(tiny_cross_encoder), "--output", str(tmp_path / "x"), "--hard-negatives", "none"]) == 2
+    assert "--hard-negatives bm25" in capsys.readouterr().err
+
+
+def test_empty_document_prompt_saved_by_sentence_transformers_6_does_not_hide_the_passage_prompt(tmp_path):
+    from beirx.models.files import resolve_model
+    from beirx.models.prompts import model_prompts
+
+    (tmp_path / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": {"document": "", "passage": "passage: ", "query": "query: "}}))
+    assert model_prompts(resolve_model(str(tmp_path))) == E5_PROMPTS
