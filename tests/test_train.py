@@ -236,3 +236,22 @@ def test_empty_document_prompt_saved_by_sentence_transformers_6_does_not_hide_th
     (tmp_path / "config_sentence_transformers.json").write_text(
         json.dumps({"prompts": {"document": "", "passage": "passage: ", "query": "query: "}}))
     assert model_prompts(resolve_model(str(tmp_path))) == E5_PROMPTS
+
+
+def test_nothing_imports_the_train_stage():
+    """train/ comes last in the data flow: only its own modules and its two CLI commands import it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    allowed = {"beirx/cli/train.py", "beirx/cli/generate_queries.py"}
+    offenders = []
+    for path in sorted((root / "beirx").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("beirx/train/") or rel in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            offenders += [f"{rel}: {n}" for n in names if n == "beirx.train" or n.startswith("beirx.train.")]
+    assert offenders == []
