@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prefix", default="", help="text put before each document (e.g. 'generate query: ')")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: cuda when available)")
     parser.add_argument("--cache", type=Path, default=None,
-                        help="SQLite cache of generated queries (default $BEIRX_HOME/generated_queries/queries.sqlite)")
+                        help="SQLite cache of generated queries "
+                             "(default $BEIRX_HOME/generated_queries/queries.sqlite)")
 
 
 def run(args) -> int:
@@ -42,5 +43,6 @@ def run(args) -> int:
     c = manifest.counts
     print(f"{c['queries']} queries for {c['documents']} documents ({c['from_cache']} from the cache, "
           f"{c['generated']} generated) in {opts.output}\nmanifest: {opts.output / 'generation.json'}\n"
-          f"train on it:  beirx train bi-encoder --dataset {opts.output} --split {opts.split} --model MODEL --output DIR")
+          f"train on it:  beirx train bi-encoder --dataset {opts.output} --split {opts.split} "
+          "--model MODEL --output DIR")
     return 0

@@ -31,10 +31,11 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--max-seq-length", type=int, default=None,
                         help="tokens per text during training (default: the model's)")
     parser.add_argument("--seed", type=int, default=42, help="seed of initialisation and data order (default 42)")
-    parser.add_argument("--hard-negatives", choices=("none", "bm25"), default="bm25" if kind == "cross-encoder" else "none",
+    reranker = kind == "cross-encoder"
+    parser.add_argument("--hard-negatives", choices=("none", "bm25"), default="bm25" if reranker else "none",
                         help="mine negatives with the language's BM25, never a judged positive (default: "
-                             f"{'bm25' if kind == 'cross-encoder' else 'none, in-batch negatives only'})")
-    parser.add_argument("--negatives", type=int, default=4 if kind == "cross-encoder" else 1,
+                             f"{'bm25' if reranker else 'none, in-batch negatives only'})")
+    parser.add_argument("--negatives", type=int, default=4 if reranker else 1,
                         help="mined negatives per query")
     parser.add_argument("--save-steps", type=int, default=500, help="checkpoint every N steps (default 500)")
     parser.add_argument("--logging-steps", type=int, default=10, help="log the loss every N steps (default 10)")
@@ -43,7 +44,8 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep OUTPUT/checkpoints after training")
     parser.add_argument("--overwrite", action="store_true", help="train again into an OUTPUT that holds a model")
     parser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
-    parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
+    parser.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="warnings and errors only")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS,
                         help="progress bar with the loss (default: on a terminal; log lines otherwise)")
 

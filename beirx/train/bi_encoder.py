@@ -69,7 +69,8 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress, callbacks)
     model.max_seq_length = base_length
     if prompts:  # written into the saved config, so evaluation prompts as training did
-        model.prompts = {**model.prompts, **prompts, **({"document": prompts["passage"]} if "passage" in prompts else {})}
+        document = {"document": prompts["passage"]} if "passage" in prompts else {}
+        model.prompts = {**model.prompts, **prompts, **document}
     loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": opts.max_seq_length or base_length}
     return session.finish(model, "bi-encoder", opts, data, base, run, loss, prompts)

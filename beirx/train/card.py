@@ -60,19 +60,21 @@ def render(record: dict[str, Any]) -> str:
         f"- language `{data['language']}`, split `{data['split']}`: {data['num_pairs']} (query, positive) pairs "
         f"over {data['num_queries']} queries and {data['num_documents']} documents",
         "- hard negatives: " + (f"{negatives['per_pair']} per pair, mined with {negatives['implementation']} "
-                                f"(analyzer `{negatives['analyzer']}`, {negatives['fields']}), never a judged positive"
-                                if negatives else "none (in-batch negatives only)"),
+                                f"(analyzer `{negatives['analyzer']}`, {negatives['fields']}), never a judged "
+                                "positive" if negatives else "none (in-batch negatives only)"),
         "", "## Training", "",
         f"- loss: {record['loss']['name']}; seed {record['seed']}; "
         f"{run['steps']} steps, mean training loss {run['train_loss']}",
         f"- prompts: {json.dumps(record['prompts'], ensure_ascii=False)}",
         "- parameters: `" + json.dumps(params, ensure_ascii=False) + "`",
         f"- beirx {record['beirx_version']}, sentence-transformers "
-        f"{record['versions'].get('sentence-transformers', '?')}, transformers {record['versions'].get('transformers', '?')}",
+        f"{record['versions'].get('sentence-transformers', '?')}, "
+        f"transformers {record['versions'].get('transformers', '?')}",
         "", "## Evaluate", "", "```bash",
         ("beirx eval --dataset DATASET --lang LANG --retriever dense --model THIS_FOLDER"
          if record["kind"] == "bi-encoder" else
-         "beirx eval --dataset DATASET --lang LANG --retriever bm25 --reranker cross-encoder --reranker-model THIS_FOLDER"),
+         "beirx eval --dataset DATASET --lang LANG --retriever bm25 --reranker cross-encoder "
+         "--reranker-model THIS_FOLDER"),
         "```", ""]
     return "\n".join(lines)
 

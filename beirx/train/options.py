@@ -44,7 +44,8 @@ class TrainOptions:
     def __post_init__(self) -> None:
         self.output = Path(self.output)
         if self.hard_negatives not in HARD_NEGATIVES:
-            raise BeirxError(f"--hard-negatives must be one of {', '.join(HARD_NEGATIVES)}, got {self.hard_negatives!r}")
+            raise BeirxError(f"--hard-negatives must be one of {', '.join(HARD_NEGATIVES)}, "
+                             f"got {self.hard_negatives!r}")
         for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit"):
             if getattr(self, name) < 1:
                 raise BeirxError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
