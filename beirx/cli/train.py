@@ -75,7 +75,7 @@ def run(args) -> int:
     print(f"trained {args.kind}: {opts.output}\n"
           f"  data: {data['dataset']} [{data['language']}/{data['split']}] {data['num_pairs']} pairs, "
           f"checksum {data['checksum']}\n"
-          f"  {run_info['steps']} steps, mean loss {run_info['train_loss']}, "
+          f"  {run_info['steps']} steps, last logged loss {run_info['last_logged_loss']}, "
           f"{run_info['seconds_this_session']} s this session"
           + (f" (resumed from {run_info['resumed_from']})" if run_info["resumed_from"] else "") + "\n"
           f"  parameters: {json.dumps(record['parameters'])}")

@@ -73,4 +73,4 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
         model.prompts = {**model.prompts, **prompts, **document}
     loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": opts.max_seq_length or base_length}
-    return session.finish(model, "bi-encoder", opts, data, base, run, loss, prompts)
+    return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts)

@@ -64,7 +64,7 @@ def render(record: dict[str, Any]) -> str:
                                 "positive" if negatives else "none (in-batch negatives only)"),
         "", "## Training", "",
         f"- loss: {record['loss']['name']}; seed {record['seed']}; "
-        f"{run['steps']} steps, mean training loss {run['train_loss']}",
+        f"{run['steps']} steps, last logged loss {run['last_logged_loss']}",
         f"- prompts: {json.dumps(record['prompts'], ensure_ascii=False)}",
         "- parameters: `" + json.dumps(params, ensure_ascii=False) + "`",
         f"- beirx {record['beirx_version']}, sentence-transformers "

@@ -62,4 +62,4 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress, callbacks)
     loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
-    return session.finish(model, "cross-encoder", opts, data, base, run, loss, {})
+    return session.finish(trainer, "cross-encoder", opts, data, base, run, loss, {})

@@ -145,19 +145,23 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
         log.info("resuming from %s", resume)
     start = time.perf_counter()
     output = trainer.train(resume_from_checkpoint=resume)
-    return {"steps": output.global_step, "train_loss": round(float(output.training_loss), 6),
+    logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    return {"steps": output.global_step, "mean_loss_this_session": round(float(output.training_loss), 6),
+            "last_logged_loss": round(float(logged[-1]), 6) if logged else None,
             "seconds_this_session": round(time.perf_counter() - start, 1),
             "resumed_from": Path(resume).name if resume else None, "device": str(trainer.args.device),
             "num_processes": trainer.args.world_size}
 
 
-def finish(model, kind: str, opts: TrainOptions, data: TrainingData, base: ModelFiles, run: dict[str, Any],
+def finish(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelFiles, run: dict[str, Any],
            loss: dict[str, Any], prompts: dict[str, str]) -> dict[str, Any]:
-    """Save the model, write its card, drop the checkpoints; return the card's record."""
-    model.save_pretrained(str(opts.output), create_model_card=False)
+    """Save the model, write its card, drop the checkpoints (the main process only, when distributed);
+    return the card's record."""
     record = card.training_record(kind, base, data.describe(opts.split), opts.training_parameters(), loss,
                                   prompts, run)
-    card.write_card(opts.output, record)
-    checkpoints.finish(opts.output, opts.keep_checkpoints)
-    log.info("saved the %s to %s", kind, opts.output)
+    if trainer.is_world_process_zero():
+        trainer.model.save_pretrained(str(opts.output), create_model_card=False)
+        card.write_card(opts.output, record)
+        checkpoints.finish(opts.output, opts.keep_checkpoints)
+        log.info("saved the %s to %s", kind, opts.output)
     return record
