@@ -72,7 +72,7 @@ def child(mode: str, data: Path, work: Path) -> None:
         if mode == "dry":
             out = pipeline.dry_run(dataset, Upper("en", "xx"), tm)
         else:
-            out = pipeline.translate_dataset(dataset, work / "out", Upper("en", "xx"), tm, progress=False)["counts"]
+            out = pipeline.translate_dataset(dataset, work / "out", Upper("en", "xx"), tm, progress=False).counts
     print(json.dumps(out))
 
 

@@ -147,7 +147,8 @@ def test_credentials_come_from_the_environment(monkeypatch):
     assert auth_headers() == {"authorization": "Basic " + base64.b64encode(b"elastic:s3cret").decode()}
     monkeypatch.setenv("BEIRX_ES_API_KEY", "ZW5jb2RlZA==")
     assert auth_headers() == {"authorization": "ApiKey ZW5jb2RlZA=="}
-    assert redact_url("https://elastic:s3cret@es.example:9243/prefix") == "https://es.example:9243/prefix"
+    # one redaction rule everywhere (issue 14): the user stays readable, the password never appears
+    assert redact_url("https://elastic:s3cret@es.example:9243/prefix") == "https://elastic:***@es.example:9243/prefix"
 
 
 def test_error_reason_walks_root_causes():
