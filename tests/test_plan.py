@@ -139,3 +139,11 @@ inputs = ["flat", "multi"]
     assert fused.search_seconds >= sum(p.search_seconds for p in parts) and fused.latency_ms_p50 is None
     html = (out / "report" / "report.html").read_text(encoding="utf-8")
     assert "rrf" in html and "<table" in html
+
+
+def test_a_missing_dense_model_fails_before_any_work(tiny_dataset, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["eval", "--dataset", str(tiny_dataset), "--retriever", "bm25", "--retriever", "dense",
+                 "--model", str(tmp_path / "no-such-model"), "--output", str(out)])
+    assert code == 2 and "no-such-model" in capsys.readouterr().err
+    assert not list(out.glob("*.json"))  # BM25 did not run first

@@ -286,13 +286,22 @@ def reranker_model(name: str, model: str | None, pack: LanguagePack) -> str:
     return model
 
 
-def check_reranker_models(systems: list, pack) -> None:
-    """Fail before any work when a reranker among ``systems`` has no model for ``pack``, or its model cannot be
-    found (not a folder, not on the Hub or in its local cache when offline)."""
+def check_models(systems: list, pack: LanguagePack) -> None:
+    """Fail before any work when a model some system needs (a dense retriever's or a reranker's, given or the
+    language's default) is missing: no default for ``pack``, not a folder, not on the Hub or in its local
+    cache when offline. Otherwise a grid would stop after hours of first-stage work."""
+    from beirx.models.defaults import default_model
     from beirx.models.files import resolve_model
 
-    for model, revision in {(reranker_model(s.reranker, s.params.get("model"), pack), s.params.get("revision"))
-                            for s in systems if isinstance(s, RerankSpec)}:
+    wanted = set()
+    for s in systems:
+        if isinstance(s, RerankSpec):
+            wanted.add((reranker_model(s.reranker, s.params.get("model"), pack), s.params.get("revision")))
+        elif isinstance(s, SystemSpec):
+            model = s.params.get("model") or default_model(s.retriever, pack.code)
+            if model:
+                wanted.add((str(model), s.params.get("revision")))
+    for model, revision in sorted(wanted, key=str):
         resolve_model(model, revision)
 
 
@@ -417,8 +426,8 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
             corpus = resolve_target(target, pair.corpus)
             queries = resolve_target(target, pair.query) if pair.cross_lingual else None
             resolved.append((corpus, queries, pair, target.lang_source))
-    for lang in sorted({pair.corpus for _, _, pair, _ in resolved}):  # reranker models too, before any work
-        check_reranker_models(list(plan.systems.values()), get_pack(lang))
+    for lang in sorted({pair.corpus for _, _, pair, _ in resolved}):  # models too, before any work
+        check_models(list(plan.systems.values()), get_pack(lang))
     rows: list[Row] = []
     for corpus, queries, pair, lang_source in resolved:
         split = plan.split or test_split_for(corpus.name)
