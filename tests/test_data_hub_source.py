@@ -161,3 +161,22 @@ def test_bad_qrels_score_names_file_and_line(tmp_path):
                    repo / "qrels" / "test-00000-of-00001.parquet")
     with pytest.raises(DataError, match=r"test-00000-of-00001.parquet:1: relevance score must be an integer"):
         load_hub_dataset(str(repo))
+
+
+def test_eval_takes_the_language_of_a_hub_card_when_lang_is_absent(tmp_path, monkeypatch):
+    """``hf:ORG/NAME`` without --lang: the card's language picks the analyzer and is recorded as its source."""
+    from beirx.artifacts.results import ResultsDocument
+    from beirx.cli import main
+    from beirx.data import hub_source
+
+    card = "---\nlanguage:\n- pl\npretty_name: SciFact-PL\n---\n"
+    repo = beir_repo(tmp_path / "hub", "scifact-pl", card=card)
+    real = hub_source._snapshot
+    hub = {"org/scifact-pl": repo, "org/scifact-pl-qrels": repo.parent / "scifact-pl-qrels"}
+    monkeypatch.setattr(hub_source, "_snapshot",  # the Hub download, answered from local copies
+                        lambda repo_id, revision: real(str(hub.get(repo_id, repo_id)), revision))
+    out = tmp_path / "out"
+    assert main(["eval", "--dataset", "hf:org/scifact-pl", "--retriever", "bm25", "--output", str(out)]) == 0
+    (results,) = [ResultsDocument.load(p) for p in out.glob("*.json")]
+    assert (results.dataset.language, results.language_source, results.language_pack["code"]) == \
+        ("pl", "dataset card", "pl")

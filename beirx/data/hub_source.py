@@ -243,6 +243,12 @@ def _snapshot(repo_id: str, revision: str | None) -> tuple[Path, str]:
     return path, path.name  # snapshots/<commit>
 
 
+def card_folder(spec: str) -> Path:
+    """The local files (downloaded when needed) of ``org/name[@rev]``, e.g. to read its dataset card."""
+    repo, revision = parse_spec(spec)
+    return _snapshot(repo, revision)[0]
+
+
 def _companion_qrels(repo_id: str) -> str:
     """``BeIR/scifact`` -> ``BeIR/scifact-qrels`` (a local folder: the sibling ``<folder>-qrels``)."""
     return repo_id.rstrip("/") + "-qrels"

@@ -59,7 +59,8 @@ def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
     """``(language, source)`` for ``--dataset``/``--lang``.
 
     source is "given" (``--lang``, as the plan calls a language the user chose), "translation.json",
-    "dataset card" (a local folder's README.md, also ``hf:/local/copy``) or "default".
+    "dataset card" (the README.md of a local folder, of ``hf:/local/copy`` or of the Hub dataset ``hf:ORG/NAME``,
+    downloaded to read it when ``--lang`` is not given) or "default".
     """
     folder = dataset[3:] if dataset and dataset.startswith("hf:") else dataset
     stated, where = None, None
@@ -67,6 +68,10 @@ def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
         stated, where = stated_language(folder), MANIFEST
         if stated is None:
             stated, where = card_language(folder), "dataset card"
+    elif dataset and dataset.startswith("hf:") and not flag:
+        from beirx.data.hub_source import card_folder
+
+        stated, where = card_language(card_folder(dataset[3:])), "dataset card"
     if flag:
         if stated and stated != flag:
             log.warning("!!! --lang %s contradicts the %s of %s, which says the dataset is in %r: evaluating with "
