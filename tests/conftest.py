@@ -76,23 +76,26 @@ def write_beir(root: Path, corpus: list[dict], queries: list[dict], qrels: dict[
     return root
 
 
+TINY_CORPUS = [
+    {"_id": "d1", "title": "Cats", "text": "Cats are small domestic animals that hunt mice."},
+    {"_id": "d2", "title": "Dogs", "text": "Dogs are loyal animals and good companions."},
+    {"_id": "d3", "title": "Mice", "text": "Mice are small rodents; cats hunt them at night."},
+    {"_id": "d4", "title": "", "text": "Whales are the largest animals in the ocean."},
+    {"_id": "d5", "title": "Birds", "text": "Birds can fly and sing."},
+]
+TINY_QUERIES = [
+    {"_id": "q1", "text": "which animals hunt mice"},
+    {"_id": "q2", "text": "largest ocean animal"},
+    {"_id": "q3", "text": "loyal companion dog"},
+    {"_id": "q4", "text": "unjudged query"},
+]
+TINY_QRELS = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
+
+
 @pytest.fixture
 def tiny_dataset(tmp_path) -> Path:
-    """Five documents about animals and three judged queries."""
-    corpus = [
-        {"_id": "d1", "title": "Cats", "text": "Cats are small domestic animals that hunt mice."},
-        {"_id": "d2", "title": "Dogs", "text": "Dogs are loyal animals and good companions."},
-        {"_id": "d3", "title": "Mice", "text": "Mice are small rodents; cats hunt them at night."},
-        {"_id": "d4", "title": "", "text": "Whales are the largest animals in the ocean."},
-        {"_id": "d5", "title": "Birds", "text": "Birds can fly and sing."},
-    ]
-    queries = [
-        {"_id": "q1", "text": "which animals hunt mice"},
-        {"_id": "q2", "text": "largest ocean animal"},
-        {"_id": "q3", "text": "loyal companion dog"},
-        {"_id": "q4", "text": "unjudged query"},
-    ]
-    qrels = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
+    """Five documents about animals and three judged queries (and one unjudged)."""
+    corpus, queries, qrels = TINY_CORPUS, TINY_QUERIES, TINY_QRELS
     return write_beir(tmp_path / "tiny", corpus, queries, qrels)
 
 

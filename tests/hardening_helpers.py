@@ -6,20 +6,11 @@ import json
 from pathlib import Path
 
 from beirx.cli import main
+from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES
 
-CORPUS = [
-    {"_id": "d1", "title": "Cats", "text": "Cats are small domestic animals that hunt mice."},
-    {"_id": "d2", "title": "Dogs", "text": "Dogs are loyal animals and good companions."},
-    {"_id": "d3", "title": "Mice", "text": "Mice are small rodents; cats hunt them at night."},
-    {"_id": "d4", "title": "", "text": "Whales are the largest animals in the ocean."},
-    {"_id": "d5", "title": "Birds", "text": "Birds can fly and sing."},
-]
-QUERIES = [
-    {"_id": "q1", "text": "which animals hunt mice"},
-    {"_id": "q2", "text": "largest ocean animal"},
-    {"_id": "q3", "text": "loyal companion dog"},
-]
-QRELS = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
+CORPUS = TINY_CORPUS
+QUERIES = TINY_QUERIES[:3]  # the judged ones
+QRELS = TINY_QRELS
 # BM25 on the clean tiny dataset ranks every judged document first: hand-checked in test_clean_metrics.
 CLEAN = {"NDCG@10": 1.0, "Recall@100": 1.0, "MRR@10": 1.0}
 
