@@ -255,3 +255,88 @@ def test_nothing_imports_the_train_stage():
                 [a.name for a in node.names] if isinstance(node, ast.Import) else []
             offenders += [f"{rel}: {n}" for n in names if n == "beirx.train" or n.startswith("beirx.train.")]
     assert offenders == []
+
+
+# -- validation (--eval-split) -------------------------------------------------------------------------
+def with_train_split(tiny_dataset):
+    """q4 -> d5 judged in a train split, so the test split can validate (its pools are worked out by hand in
+    test_bm25_negatives_by_hand: q1 -> d4, d2; q2 -> d2, d1; q3 -> none)."""
+    (tiny_dataset / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq4\td5\t1\n", encoding="utf-8")
+    return tiny_dataset
+
+
+def pytrec_ndcg10(run: dict[str, dict[str, float]], positives: dict[str, set[str]]) -> float:
+    import pytrec_eval
+
+    qrels = {q: {d: 1 for d in docs} for q, docs in positives.items()}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"}).evaluate(run)
+    return sum(m["ndcg_cut_10"] for m in per_query.values()) / len(qrels)
+
+
+POOL_POSITIVES = {"q1": {"d1", "d3"}, "q2": {"d4"}, "q3": {"d2"}}
+POOL_CANDIDATES = {"q1": ["d4", "d2"], "q2": ["d2", "d1"], "q3": []}
+
+
+def test_validation_pool_and_bi_encoder_score_equal_pytrec_eval(tiny_dataset, tiny_bi_encoder, tmp_path, capsys):
+    from sentence_transformers import SentenceTransformer
+
+    with_train_split(tiny_dataset)
+    opts = options(tiny_dataset, tiny_bi_encoder, tmp_path / "bi", split="train", eval_split="test",
+                   eval_candidates=2, batch_size=1, max_steps=3, save_steps=2)
+    data = load_training_data(opts, False)
+    pool = data.validation
+    assert (pool.positives, pool.candidates) == (POOL_POSITIVES, POOL_CANDIDATES)
+    assert sorted(pool.docs) == ["d1", "d2", "d3", "d4"]  # the union of the pools, never d5 (a train positive)
+
+    record = bi_encoder.train_bi_encoder(opts, show_progress=False)
+    scores = record["training"]["validation"]
+    assert [e["step"] for e in scores] == [2, 3]  # at the checkpoint, and at the end
+    assert record["training_data"]["validation"] == {
+        "split": "test", "num_queries": 3, "pool_documents": 4, "bm25_candidates_per_query": 2,
+        "main_score": "nDCG@10 on the pool"}
+    # the last score is the trained model's nDCG@10 on the pool, ranked by cosine with E5 prompts
+    model = SentenceTransformer(str(opts.output), device="cpu")
+    ids = sorted(pool.docs)
+    docs = model.encode([pool.docs[d] for d in ids], prompt="passage: ", convert_to_tensor=True,
+                        normalize_embeddings=True)
+    run = {}
+    for qid, text in pool.queries.items():
+        query = model.encode(text, prompt="query: ", convert_to_tensor=True, normalize_embeddings=True)
+        run[qid] = {d: float(s) for d, s in zip(ids, docs @ query)}
+    assert scores[-1]["ndcg@10"] == pytest.approx(pytrec_ndcg10(run, POOL_POSITIVES), abs=1e-5)
+    assert "validation on split `test`" in (opts.output / "README.md").read_text()
+
+
+def test_cross_encoder_validation_score_equals_pytrec_eval(tiny_dataset, tiny_cross_encoder, tmp_path, capsys):
+    """Reranks each pool; q3 (no candidate: a perfect score whatever the model) is left out."""
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    (tiny_dataset / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq4\td5\t1\n",
+                                                      encoding="utf-8")
+    out = tmp_path / "ce"
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--lang", "en", "--model",
+                 str(tiny_cross_encoder), "--output", str(out), "--negatives", "1", "--max-steps", "2",
+                 "--batch-size", "2", "--device", "cpu", "--no-progress", "--eval-split", "test",
+                 "--eval-candidates", "2", "--eval-steps", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "validation [test] step 1: nDCG@10" in printed and "step 2: nDCG@10" in printed
+    scores = read_front_matter(out / "README.md")["beirx"]["training"]["validation"]
+    assert [e["step"] for e in scores] == [1, 2]
+    pool = load_training_data(options(tiny_dataset, tiny_cross_encoder, tmp_path / "unused", split="train",
+                                      eval_split="test", eval_candidates=2), False).validation
+    assert (pool.positives, pool.candidates) == (POOL_POSITIVES, POOL_CANDIDATES)
+    model = CrossEncoder(str(out), device="cpu")
+    reranked = {"q1": POOL_POSITIVES["q1"], "q2": POOL_POSITIVES["q2"]}
+    run = {}
+    for qid, positives in reranked.items():
+        ids = sorted(positives) + POOL_CANDIDATES[qid]
+        run[qid] = {d: float(s) for d, s in zip(ids, model.predict([(pool.queries[qid], pool.docs[d]) for d in ids]))}
+    assert scores[-1]["ndcg@10"] == pytest.approx(pytrec_ndcg10(run, reranked), abs=1e-5)
+
+
+def test_validating_on_the_training_split_is_refused(tiny_dataset, tiny_bi_encoder, tmp_path, capsys):
+    with pytest.raises(BeirxError, match="--eval-split test is the training split"):
+        options(tiny_dataset, tiny_bi_encoder, tmp_path / "x", eval_split="test")
+    assert main(["train", "bi-encoder", "--dataset", str(tiny_dataset), "--split", "test", "--model",
+                 str(tiny_bi_encoder), "--output", str(tmp_path / "x"), "--eval-split", "test"]) == 2
+    assert "training split" in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -37,6 +37,13 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
                              f"{'bm25' if reranker else 'none, in-batch negatives only'})")
     parser.add_argument("--negatives", type=int, default=4 if reranker else 1,
                         help="mined negatives per query")
+    parser.add_argument("--eval-split", default=None,
+                        help="validate on this split (e.g. dev) during training: nDCG@10 on its judged documents "
+                             "plus BM25 candidates, logged and written to the card")
+    parser.add_argument("--eval-steps", type=int, default=None, help="validate every N steps (default: at each "
+                                                                     "checkpoint, and always at the end)")
+    parser.add_argument("--eval-candidates", type=int, default=50,
+                        help="BM25 documents pooled per validation query (default 50)")
     parser.add_argument("--save-steps", type=int, default=500, help="checkpoint every N steps (default 500)")
     parser.add_argument("--logging-steps", type=int, default=10, help="log the loss every N steps (default 10)")
     parser.add_argument("--device", default=None, help="cpu, or cuda (every visible GPU; default when present)")
@@ -65,7 +72,9 @@ def run(args) -> int:
                         max_seq_length=args.max_seq_length, seed=args.seed, save_steps=args.save_steps,
                         logging_steps=args.logging_steps, hard_negatives=args.hard_negatives,
                         negatives=args.negatives, device=args.device, fp16=args.fp16,
-                        keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite)
+                        keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite,
+                        eval_split=args.eval_split, eval_steps=args.eval_steps,
+                        eval_candidates=args.eval_candidates)
     if args.kind == "bi-encoder":
         from beirx.train.bi_encoder import train_bi_encoder as train
     else:
@@ -79,4 +88,6 @@ def run(args) -> int:
           f"{run_info['seconds_this_session']} s this session"
           + (f" (resumed from {run_info['resumed_from']})" if run_info["resumed_from"] else "") + "\n"
           f"  parameters: {json.dumps(record['parameters'])}")
+    for entry in run_info["validation"] or ():
+        print(f"  validation [{data['validation']['split']}] step {entry['step']}: nDCG@10 {entry['ndcg@10']:.4f}")
     return 0

@@ -19,6 +19,7 @@ from typing import Any
 from beirx.models.prompts import model_prompts
 from beirx.train import session
 from beirx.train.options import TrainOptions
+from beirx.train.validation import bi_encoder_evaluator
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,9 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     args = session.training_arguments(
         SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
         prompts=column_prompts(prompts, train_dataset.column_names) or None)
+    evaluator = bi_encoder_evaluator(data.validation, prompts, opts.batch_size) if data.validation else None
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
-                                         loss=MultipleNegativesRankingLoss(model))
+                                         loss=MultipleNegativesRankingLoss(model), evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress, callbacks)
     model.max_seq_length = base_length
     if prompts:  # written into the saved config, so evaluation prompts as training did

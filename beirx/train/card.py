@@ -62,6 +62,7 @@ def render(record: dict[str, Any]) -> str:
         "- hard negatives: " + (f"{negatives['per_pair']} per pair, mined with {negatives['implementation']} "
                                 f"(analyzer `{negatives['analyzer']}`, {negatives['fields']}), never a judged "
                                 "positive" if negatives else "none (in-batch negatives only)"),
+        *_validation_lines(data.get("validation"), run.get("validation")),
         "", "## Training", "",
         f"- loss: {record['loss']['name']}; seed {record['seed']}; "
         f"{run['steps']} steps, last logged loss {run['last_logged_loss']}",
@@ -77,6 +78,16 @@ def render(record: dict[str, Any]) -> str:
          "--reranker-model THIS_FOLDER"),
         "```", ""]
     return "\n".join(lines)
+
+
+def _validation_lines(pool: dict[str, Any] | None, scores: list[dict[str, Any]] | None) -> list[str]:
+    if not pool:
+        return []
+    lines = [f"- validation on split `{pool['split']}`: {pool['num_queries']} queries, a pool of "
+             f"{pool['pool_documents']} documents (judged + {pool['bm25_candidates_per_query']} BM25 candidates "
+             "each)"]
+    lines += [f"  - step {entry['step']}: nDCG@10 {entry['ndcg@10']:.4f}" for entry in scores or ()]
+    return lines
 
 
 def write_card(folder: Path, record: dict[str, Any]) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 from beirx.errors import BeirxError
 from beirx.train import session
 from beirx.train.options import TrainOptions
+from beirx.train.validation import cross_encoder_evaluator
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,9 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     train_dataset = datasets.Dataset.from_dict(cols)
     args = session.training_arguments(CrossEncoderTrainingArguments, opts, device, show_progress)
     loss_fn = BinaryCrossEntropyLoss(model, pos_weight=torch.tensor(pos_weight))
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn)
+    evaluator = cross_encoder_evaluator(data.validation, opts.batch_size) if data.validation else None
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
+                                  evaluator=evaluator)
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress, callbacks)
     loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}

@@ -40,15 +40,23 @@ class TrainOptions:
     fp16: bool = False
     keep_checkpoints: bool = False
     overwrite: bool = False
+    eval_split: str | None = None  # validate on this split during training (beirx.train.validation)
+    eval_steps: int | None = None  # None: at every checkpoint (save_steps)
+    eval_candidates: int = 50      # BM25 documents pooled per validation query
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
         if self.hard_negatives not in HARD_NEGATIVES:
             raise BeirxError(f"--hard-negatives must be one of {', '.join(HARD_NEGATIVES)}, "
                              f"got {self.hard_negatives!r}")
-        for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit"):
+        for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit", "eval_candidates"):
             if getattr(self, name) < 1:
                 raise BeirxError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.eval_split is not None and self.eval_split == self.split:
+            raise BeirxError(f"--eval-split {self.eval_split} is the training split; validate on another one "
+                             "(e.g. dev)")
+        if self.eval_steps is not None and self.eval_steps < 1:
+            raise BeirxError(f"--eval-steps must be at least 1, got {self.eval_steps}")
         if self.epochs <= 0 and self.max_steps <= 0:
             raise BeirxError("--epochs must be positive (or give --max-steps)")
         if not 0 <= self.warmup_ratio < 1:
@@ -57,7 +65,7 @@ class TrainOptions:
     def training_parameters(self) -> dict[str, Any]:
         """What shapes the weights (for the card and the checkpoint identity); not paths or bookkeeping."""
         skip = {"dataset", "model", "output", "lang", "split", "keep_checkpoints", "overwrite", "device",
-                "save_steps", "save_total_limit", "logging_steps"}
+                "save_steps", "save_total_limit", "logging_steps", "eval_split", "eval_steps", "eval_candidates"}
         params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
         if self.hard_negatives == "none":
             params.pop("negatives")

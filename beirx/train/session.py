@@ -27,6 +27,7 @@ from beirx.train import card, checkpoints, progress
 from beirx.train.examples import Example, all_judged_positives, document_texts, positive_pairs, query_texts
 from beirx.train.negatives import BM25Miner
 from beirx.train.options import TrainOptions
+from beirx.train.validation import ValidationPool, build_pool, history
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +43,14 @@ class TrainingData:
     docs: dict[str, str]
     negatives: dict[str, Any] | None  # the miner's description, None without hard negatives
     dropped: int = 0                  # pairs left out: their query had fewer than the asked negatives
+    validation: ValidationPool | None = None  # with --eval-split
 
-    def describe(self, split: str) -> dict[str, Any]:
+    def describe(self, opts: TrainOptions) -> dict[str, Any]:
         return {"dataset": self.dataset.name, "source": self.dataset.source, "checksum": self.dataset.checksum(),
-                "language": self.lang, "split": split, "num_pairs": len(self.examples),
+                "language": self.lang, "split": opts.split, "num_pairs": len(self.examples),
                 "num_queries": len(self.queries), "num_documents": len(self.docs),
-                "pairs_without_enough_negatives": self.dropped, "hard_negatives": self.negatives}
+                "pairs_without_enough_negatives": self.dropped, "hard_negatives": self.negatives,
+                "validation": self.validation.describe(opts.eval_candidates) if self.validation else None}
 
 
 def require_training() -> None:
@@ -84,14 +87,16 @@ def pack_and_dataset(opts: TrainOptions) -> tuple[BeirDataset, LanguagePack]:
 
 
 def load_training_data(opts: TrainOptions, show_progress: bool) -> TrainingData:
-    """Pairs from ``opts.split``'s qrels and, with ``--hard-negatives bm25``, ``opts.negatives`` each."""
+    """Pairs from ``opts.split``'s qrels and, with ``--hard-negatives bm25``, ``opts.negatives`` each; the
+    validation pool with ``--eval-split``. One BM25 index serves both."""
     dataset, pack = pack_and_dataset(opts)
     examples = positive_pairs(dataset, opts.split)
     queries = query_texts(dataset, examples)
     description, dropped = None, 0
+    miner = BM25Miner(dataset, pack, show_progress) if opts.hard_negatives == "bm25" or opts.eval_split else None
+    positives = all_judged_positives(dataset) if miner else {}
     if opts.hard_negatives == "bm25":
-        miner = BM25Miner(dataset, pack, show_progress=show_progress)
-        mined = miner.mine(queries, all_judged_positives(dataset), opts.negatives)
+        mined = miner.mine(queries, positives, opts.negatives)
         full = [replace(e, negative_ids=tuple(mined[e.query_id])) for e in examples
                 if len(mined[e.query_id]) >= opts.negatives]
         dropped = len(examples) - len(full)
@@ -105,12 +110,18 @@ def load_training_data(opts: TrainOptions, show_progress: bool) -> TrainingData:
         description = {**miner.describe(), "per_pair": opts.negatives}
     log.info("%s [%s/%s]: %d training pairs over %d queries", dataset.name, pack.code, opts.split, len(examples),
              len(queries))
+    validation = (build_pool(dataset, opts.eval_split, opts.split, miner, opts.eval_candidates, positives)
+                  if opts.eval_split else None)
     return TrainingData(dataset, pack.code, examples, queries, document_texts(dataset, examples), description,
-                        dropped)
+                        dropped, validation)
 
 
 def training_arguments(args_class, opts: TrainOptions, device: str, show_progress: bool, **extra):
-    """The trainer's arguments: seeds, schedule, checkpoints every ``save_steps``, progress, device."""
+    """The trainer's arguments: seeds, schedule, checkpoints every ``save_steps``, validation every
+    ``eval_steps`` (default: at each checkpoint), progress, device."""
+    if opts.eval_split:
+        extra.update(eval_strategy="steps", eval_steps=opts.eval_steps or opts.save_steps,
+                     per_device_eval_batch_size=opts.batch_size)
     return args_class(
         output_dir=str(checkpoints.checkpoint_dir(opts.output)), num_train_epochs=opts.epochs,
         max_steps=opts.max_steps, per_device_train_batch_size=opts.batch_size, learning_rate=opts.learning_rate,
@@ -145,9 +156,12 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
         log.info("resuming from %s", resume)
     start = time.perf_counter()
     output = trainer.train(resume_from_checkpoint=resume)
+    if data.validation and not any(e["step"] == output.global_step for e in history(trainer.state.log_history)):
+        trainer.evaluate()  # the card always holds the trained model's own validation score
     logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     return {"steps": output.global_step, "mean_loss_this_session": round(float(output.training_loss), 6),
             "last_logged_loss": round(float(logged[-1]), 6) if logged else None,
+            "validation": history(trainer.state.log_history) if data.validation else None,
             "seconds_this_session": round(time.perf_counter() - start, 1),
             "resumed_from": Path(resume).name if resume else None, "device": str(trainer.args.device),
             "num_processes": trainer.args.world_size}
@@ -157,7 +171,7 @@ def finish(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: Mod
            loss: dict[str, Any], prompts: dict[str, str]) -> dict[str, Any]:
     """Save the model, write its card, drop the checkpoints (the main process only, when distributed);
     return the card's record."""
-    record = card.training_record(kind, base, data.describe(opts.split), opts.training_parameters(), loss,
+    record = card.training_record(kind, base, data.describe(opts), opts.training_parameters(), loss,
                                   prompts, run)
     if trainer.is_world_process_zero():
         trainer.model.save_pretrained(str(opts.output), create_model_card=False)
