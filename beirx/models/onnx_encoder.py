@@ -6,13 +6,22 @@ passages faster than torch fp32, at a small cost in embedding fidelity (per-chan
 to the fp32 embeddings about 0.997 for e5-small; benchmarks/dense_onnx.py measures both).
 
 How: the model's transformer (module 0 of the sentence-transformers folder) is exported once with
-``torch.onnx.export`` (inputs ``input_ids``/``attention_mask``[/``token_type_ids``], output the token
-states, dynamic batch and sequence axes), its attention/LayerNorm/GELU fused by ONNX Runtime's
-transformer optimizer, quantized with ``onnxruntime.quantization.quantize_dynamic`` when asked, and
-cached under ``$BEIRX_HOME/onnx`` keyed by model name, revision, torch, onnxruntime and the
-quantization; the inference session is shared through :mod:`beirx.models.loaded`. Pooling (mean /
-CLS, from the model's Pooling config) and L2 normalisation run in numpy on the output, the tokenizer is
-the model's own, so texts, prompts and truncation are exactly what sentence-transformers does. Supported layouts: Transformer + Pooling (+ Normalize).
+``torch.onnx.export`` (inputs ``input_ids``[/``token_type_ids``], output the token states, dynamic batch and
+sequence axes), its LayerNorm/GELU fused by ONNX Runtime's transformer optimizer, quantized with
+``onnxruntime.quantization.quantize_dynamic`` when asked, and cached under ``$BEIRX_HOME/onnx`` keyed by
+model name, revision, torch, onnxruntime and the quantization; the inference session is shared through
+:mod:`beirx.models.loaded`. Pooling (mean / CLS, from the model's Pooling config) and L2 normalisation run
+in numpy on the output, the tokenizer is the model's own, so texts, prompts and truncation are exactly what
+sentence-transformers does. Supported layouts: Transformer + Pooling (+ Normalize).
+
+No padding: texts are tokenized without it and run in batches of equal token length, so the graph has no
+attention mask. That gives the same embeddings as a padded, masked batch (padding is masked out there) and
+is what makes int8 pay off on long passages: with a mask, ONNX Runtime's CPU attention kernels (fused
+``Attention``/``QAttention``, or a masked ``MultiHeadAttention`` that cannot use its flash path) took 60 % of
+the time on 512-token SciFact passages, against about 25 % for the unmasked attention of equal-length batches
+(profiled with ONNX Runtime's profiler; benchmarks/dense_onnx.py has the end-to-end figures). Long texts
+rarely share a length, so many of their batches hold one text; a 512-token text alone is still a large
+enough matrix product for the int8 kernels.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from beirx.models.loaded import cached
 log = logging.getLogger(__name__)
 
 QUANTIZATIONS = (None, "int8")
-_EXPORT_FORMAT = 3
+_EXPORT_FORMAT = 4  # 4: no attention-mask input (equal-length batches)
 _OPSET = 17
 
 
@@ -97,7 +106,7 @@ def export(folder: Path, name: str, revision: str | None, quantize: str | None) 
         # eager attention exports the plain attention pattern that ONNX Runtime's optimizer fuses
         transformer = st.SentenceTransformer(str(folder), device="cpu",
                                              model_kwargs={"attn_implementation": "eager"})[0].auto_model.eval()
-        inputs = ["input_ids", "attention_mask"]
+        inputs = ["input_ids"]
         if getattr(transformer.config, "type_vocab_size", 0):
             inputs.append("token_type_ids")
         dummy = tuple(torch.ones((1, 8), dtype=torch.long) for _ in inputs)
@@ -116,7 +125,8 @@ def export(folder: Path, name: str, revision: str | None, quantize: str | None) 
             exported, fp32 = tmp / "exported.onnx", tmp / ("model-fp32.onnx" if quantize else "model.onnx")
             torch.onnx.export(_States(transformer), dummy, str(exported), input_names=inputs,
                               output_names=["token_states"], dynamic_axes=axes, opset_version=_OPSET, dynamo=False)
-            # Fuse attention, LayerNorm and GELU into ONNX Runtime's transformer kernels (what optimum's O2 does).
+            # Fuse LayerNorm and GELU into ONNX Runtime's transformer kernels (what optimum's O2 does; without
+            # a mask the attention stays plain MatMul/Softmax, which ONNX Runtime fuses at load time).
             from onnxruntime.transformers.optimizer import optimize_model
 
             config = transformer.config
@@ -172,19 +182,18 @@ class OnnxEncoder:
                **_: Any) -> np.ndarray:
         """Embeddings like ``SentenceTransformer.encode(texts, prompt=...)``: float32, one row per text."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            batch = [prompt + t for t in texts[start:start + batch_size]]
-            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_seq_length,
-                                 return_tensors="np")
-            feed = {n: enc[n].astype(np.int64) if n in enc else np.zeros_like(enc["input_ids"], dtype=np.int64)
-                    for n in self.inputs}
-            states = self.session.run(None, feed)[0]
-            mask = enc["attention_mask"].astype(np.float32)[:, :, None]
-            if self.pooling == "mean":
-                pooled = (states * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
-            else:
-                pooled = states[:, 0]
-            if self.normalize or normalize_embeddings:
-                pooled = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            out[start:start + len(batch)] = pooled
+        token_ids = self.tokenizer([prompt + t for t in texts], truncation=True, max_length=self.max_seq_length,
+                                   return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        by_length: dict[int, list[int]] = {}
+        for i, ids in enumerate(token_ids):
+            by_length.setdefault(len(ids), []).append(i)
+        for rows in by_length.values():
+            for start in range(0, len(rows), batch_size):
+                chunk = rows[start:start + batch_size]
+                ids = np.array([token_ids[i] for i in chunk], dtype=np.int64)
+                feed = {n: ids if n == "input_ids" else np.zeros_like(ids) for n in self.inputs}
+                states = self.session.run(None, feed)[0]
+                out[chunk] = states.mean(axis=1) if self.pooling == "mean" else states[:, 0]
+        if self.normalize or normalize_embeddings:
+            out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out
