@@ -7,8 +7,9 @@ hard negatives, :mod:`beirx.train.negatives`). BM25's top documents are the hard
 pool tracks progress on what matters, in time that grows with the split, not the corpus. The bi-encoder
 ranks the union of all pools with sentence-transformers' ``InformationRetrievalEvaluator`` (with the model's
 query/passage prompts); the cross-encoder reranks each query's pool with ``CrossEncoderRerankingEvaluator``.
-Both report nDCG@10 (Järvelin & Kekäläinen, 2002) as their main score. The figures are a training signal,
-not a benchmark number: the benchmark is ``beirx eval`` on the full corpus.
+Both report nDCG@10 (Järvelin & Kekäläinen, 2002) as their main score, with texts truncated at the training
+``--max-seq-length``. The figures are a training signal, not a benchmark number: the benchmark is
+``beirx eval`` on the full corpus.
 """
 
 from __future__ import annotations
