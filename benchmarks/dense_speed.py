@@ -28,11 +28,10 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _shared import e5_default  # noqa: E402
+from _shared import SCIFACT, e5_default  # noqa: E402
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def rss_anon_kib() -> int:
@@ -146,7 +145,7 @@ def search(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, **e5_default())
-    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/beir/scifact")
+    parser.add_argument("--scifact", type=Path, default=SCIFACT)
     parser.add_argument("--docs", type=int, default=256, help="passages encoded per configuration")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (best time is reported)")
     parser.add_argument("--rows", type=int, default=1_000_000)

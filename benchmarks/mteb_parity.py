@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _shared import e5_default  # noqa: E402
+from _shared import SCIFACT, e5_default  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -48,7 +48,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "beir" / "scifact"))
+    parser.add_argument("--dataset", default=str(SCIFACT))
     parser.add_argument("--lang", default="en")
     parser.add_argument("--model", **e5_default())
     parser.add_argument("--split", default="test")
@@ -101,7 +101,7 @@ def mteb_phase(args, spec, label: str):
 
 def beirx_phase(args, dataset, spec):
     from beirx.evaluate.runner import run_experiment
-from beirx.evaluate.systems import SystemSpec
+    from beirx.evaluate.systems import SystemSpec
     from beirx.language_packs import get_pack
 
     start = time.perf_counter()

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _shared import SCIFACT  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/beir/scifact")
+    parser.add_argument("--scifact", type=Path, default=SCIFACT)
     parser.add_argument("--lang", default="en")
     args = parser.parse_args()
 
@@ -28,7 +30,7 @@ def main() -> None:
         os.environ["BEIRX_HOME"] = home
         from beirx.data.dataset import BeirDataset
         from beirx.evaluate.runner import run_experiment
-from beirx.evaluate.systems import SystemSpec
+        from beirx.evaluate.systems import SystemSpec
         from beirx.language_packs import get_pack
 
         pack = get_pack(args.lang)
