@@ -60,7 +60,7 @@ def child(path: str, folder: Path, out: Path) -> None:
     import numpy as np
 
     from beirx.data.dataset import BeirDataset
-    from beirx.evaluate.retrievers.bm25 import BM25Retriever, _bm25s, _FieldIndex, top_k
+    from beirx.evaluate.retrievers.bm25 import BM25Retriever, _bm25s, _FieldIndex
     from beirx.language_packs import get_pack
 
     dataset = BeirDataset(folder, name="synthetic", lang="en")
@@ -87,7 +87,7 @@ def child(path: str, folder: Path, out: Path) -> None:
     run = {}
     for qid, query in dataset.queries.items():
         scores = retriever.score_all(query.text)
-        run[qid] = {} if scores is None else top_k(scores, retriever.doc_ids, 100)
+        run[qid] = {} if scores is None else retriever.ranked(scores, 100)
     out.write_text(json.dumps(run))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"peak_rss": peak, "index_cpu": index_cpu}))

@@ -16,7 +16,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from beirx.data.dataset import BeirDataset
-from beirx.evaluate.retrievers.bm25 import BM25Retriever, top_k
+from beirx.evaluate.retrievers.bm25 import BM25Retriever
 from beirx.language_packs import LanguagePack
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class BM25Miner:
         scores = self.retriever.score_all(query_text)
         if scores is None:
             return []
-        ranked = top_k(scores, self.retriever.doc_ids, n + len(exclude))
+        ranked = self.retriever.ranked(scores, n + len(exclude))
         return [doc_id for doc_id in ranked if doc_id not in exclude][:n]
 
     def mine(self, queries: dict[str, str], positives: dict[str, set[str]], n: int) -> dict[str, list[str]]:

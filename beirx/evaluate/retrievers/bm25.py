@@ -240,15 +240,19 @@ class BM25Retriever(Retriever):
         best = stacked.max(axis=0)
         return best + np.float32(self.tie_breaker) * (stacked.sum(axis=0) - best)
 
+    def ranked(self, scores: np.ndarray, k: int) -> dict[str, float]:
+        """:func:`top_k` of one query's scores, with this index's doc-ID ranks (sorted once per index)."""
+        if self._id_rank is None:
+            self._id_rank = id_ranks(self.doc_ids)
+        return top_k(scores, self.doc_ids, k, self._id_rank)
+
     def search(self, queries: dict[str, Query], k: int) -> Run:
         if not self.doc_ids:
             raise BeirxError("BM25 index is empty: call index(dataset) first")
-        if self._id_rank is None:
-            self._id_rank = id_ranks(self.doc_ids)
         run: Run = {}
         for qid, query in tqdm(queries.items(), desc="BM25 search", unit="q", disable=not self.show_progress):
             scores = self.score_all(query.text)
-            run[qid] = {} if scores is None else top_k(scores, self.doc_ids, k, self._id_rank)
+            run[qid] = {} if scores is None else self.ranked(scores, k)
         return run
 
 
