@@ -32,3 +32,9 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
         log.warning("%s: YAML metadata does not parse (%s); ignoring it", readme, exc)
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def card_languages(meta: dict[str, Any]) -> list[str]:
+    """The ``language:`` entries of a card's metadata (a string or a list), as strings."""
+    langs = meta.get("language")
+    return [str(langs)] if isinstance(langs, str) else [str(x) for x in langs] if isinstance(langs, list) else []

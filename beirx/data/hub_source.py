@@ -35,7 +35,7 @@ from typing import Any
 from beirx.atomic import current_umask, write_json
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.data.front_matter import read_front_matter
+from beirx.data.front_matter import card_languages, read_front_matter
 from beirx.data.records import Doc, Qrels, Query
 from beirx.errors import BeirxError, DataError, require
 
@@ -331,8 +331,7 @@ def load_hub_dataset(repo_id: str, lang: str = "en", revision: str | None = None
         key += f"+{qcommit}"
         provenance.update({"qrels_repo": qrels_repo, "qrels_commit": qcommit})
     meta = read_front_matter(root / "README.md")
-    card_langs = meta.get("language")
-    card_langs = [card_langs] if isinstance(card_langs, str) else list(card_langs or [])
+    card_langs = card_languages(meta)
     from beirx.language_packs import get_pack
 
     if len(card_langs) == 1 and str(card_langs[0]).lower() not in {lang.lower(), get_pack(lang).iso3}:

@@ -9,50 +9,29 @@ goes into the results, so a reader can tell a chosen language from an assumed on
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
-from beirx.errors import DataError
+from beirx.artifacts.manifest import FILENAME as MANIFEST
+from beirx.artifacts.manifest import TranslationManifest
+from beirx.data.front_matter import card_languages, read_front_matter
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "translation.json"
 DEFAULT = "en"
 
 
 def stated_language(folder: Path | str) -> str | None:
-    """The language ``folder/translation.json`` states (``target.lang``), or None without a manifest."""
-    path = Path(folder).expanduser() / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError, OSError) as exc:
-        raise DataError(path, f"cannot read the translation manifest ({exc}); fix or delete it") from exc
-    lang = (manifest.get("target") or {}).get("lang") if isinstance(manifest, dict) else None
-    if lang is not None and not isinstance(lang, str):
-        raise DataError(path, f"'target.lang' must be a language code, got {lang!r}")
-    return lang or None
+    """The language ``folder/translation.json`` states (``target.lang``), or None without a manifest (a
+    malformed one is an error naming the file and the field)."""
+    manifest = TranslationManifest.find(Path(folder).expanduser())
+    return manifest.target_language if manifest else None
 
 
 def card_language(folder: Path | str) -> str | None:
     """The single ``language:`` of a dataset card (``README.md`` YAML front matter), e.g. a local Hub copy."""
-    path = Path(folder).expanduser() / "README.md"
-    if not path.is_file():
-        return None
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if not text.startswith("---"):
-        return None
-    import yaml
-
-    try:
-        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
-    except (yaml.YAMLError, IndexError, RecursionError):
-        return None
-    langs = meta.get("language") if isinstance(meta, dict) else None
-    langs = [langs] if isinstance(langs, str) else list(langs or []) if isinstance(langs, list) else []
-    return str(langs[0]).lower() if len(langs) == 1 and len(str(langs[0])) == 2 else None
+    langs = card_languages(read_front_matter(Path(folder).expanduser() / "README.md"))
+    return langs[0].lower() if len(langs) == 1 and len(langs[0]) == 2 else None
 
 
 def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
