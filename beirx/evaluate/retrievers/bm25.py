@@ -43,6 +43,7 @@ from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
+from beirx.evaluate.knn import id_tie_ranks
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.bm25_index import PostingsBuilder
 from beirx.evaluate.runs import Run
@@ -243,7 +244,7 @@ class BM25Retriever(Retriever):
     def ranked(self, scores: np.ndarray, k: int) -> dict[str, float]:
         """:func:`top_k` of one query's scores, with this index's doc-ID ranks (sorted once per index)."""
         if self._id_rank is None:
-            self._id_rank = id_ranks(self.doc_ids)
+            self._id_rank = id_tie_ranks(self.doc_ids)
         return top_k(scores, self.doc_ids, k, self._id_rank)
 
     def search(self, queries: dict[str, Query], k: int) -> Run:
@@ -254,13 +255,6 @@ class BM25Retriever(Retriever):
             scores = self.score_all(query.text)
             run[qid] = {} if scores is None else self.ranked(scores, k)
         return run
-
-
-def id_ranks(doc_ids: list[str]) -> np.ndarray:
-    """Each document's position in doc-ID string order, so ties can be broken by numpy sorts."""
-    ranks = np.empty(len(doc_ids), dtype=np.int64)
-    ranks[sorted(range(len(doc_ids)), key=doc_ids.__getitem__)] = np.arange(len(doc_ids))
-    return ranks
 
 
 def top_k(scores: np.ndarray, doc_ids: list[str], k: int, id_rank: np.ndarray | None = None) -> dict[str, float]:
@@ -274,6 +268,6 @@ def top_k(scores: np.ndarray, doc_ids: list[str], k: int, id_rank: np.ndarray | 
         kth = np.partition(scores[positive], positive.size - k)[positive.size - k]
         positive = positive[scores[positive] >= kth]  # keep every tie at the boundary, then cut exactly
     if id_rank is None:
-        id_rank = id_ranks(doc_ids)
+        id_rank = id_tie_ranks(doc_ids)
     chosen = positive[np.lexsort((-id_rank[positive], -scores[positive]))[:k]]
     return dict(zip(map(doc_ids.__getitem__, chosen.tolist()), scores[chosen].tolist()))

@@ -136,6 +136,7 @@ class DenseRetriever(Retriever):
         if backend == "onnx":
             require("onnxruntime", "onnx", "the ONNX Runtime dense backend (--dense-backend onnx)")
         self._onnx = None
+        self._tie_ranks: tuple[list[str], np.ndarray] | None = None  # (doc_ids, their ranks)
         self.use_cache = use_cache
         self.show_progress = show_progress
         self.doc_ids: list[str] = []
@@ -283,11 +284,13 @@ class DenseRetriever(Retriever):
         if not qids:
             return {}
         vectors = self.encode([queries[q].text for q in qids], self.query_prompt)
+        if self._tie_ranks is None or self._tie_ranks[0] is not self.doc_ids:  # sorted once per index
+            self._tie_ranks = (self.doc_ids, id_tie_ranks(self.doc_ids))
+        ranks = self._tie_ranks[1]
         if self.search_backend == "faiss":
-            indices, scores = faiss_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids))
+            indices, scores = faiss_search(vectors, self.embeddings, k, ranks)
         else:
-            indices, scores = exact_search(vectors, self.embeddings, k, id_tie_ranks(self.doc_ids),
-                                           chunk_rows=self.chunk_rows)
+            indices, scores = exact_search(vectors, self.embeddings, k, ranks, chunk_rows=self.chunk_rows)
         ids = self.doc_ids
         return {qid: {ids[i]: float(s) for i, s in zip(row_idx.tolist(), row_scores.tolist())}
                 for qid, row_idx, row_scores in zip(qids, indices, scores)}
