@@ -12,6 +12,7 @@ saves the Python-level tokenizer call for repeated chunks. Both give the same te
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ class LanguagePack:
         (``Kopernik,``): tokenizing, lowercasing, stop-word removal and stemming of a chunk run once,
         later occurrences are one dict lookup. Chunks tokenize independently (see ``tokenizer.chunker``)."""
         term = self._pure_term
-        tokenize = _tok.tokenize
+        tokenize = functools.partial(_tok.tokenize, compiled=False)
         if not cache:
             return lambda text: [t for t in map(term, tokenize(text)) if t]
         memo = self._cache
