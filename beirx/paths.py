@@ -8,6 +8,7 @@ stays inside its root — both, because a name can be fine alone and still escap
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -39,3 +40,15 @@ def confined(root: Path | str, *parts: str | Path) -> Path:
     if not path.expanduser().resolve().is_relative_to(base):
         raise BeirxError(f"{path} would be outside {root}; use a plain name")
     return path
+
+
+_MAX_TAG = 150
+
+
+def safe_tag(text: str) -> str:
+    """A file-name-safe tag (system tags in result file names); over-long tags keep a readable head and a
+    hash of the whole."""
+    tag = re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
+    if len(tag) > _MAX_TAG:
+        tag = f"{tag[:_MAX_TAG - 13]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
+    return tag

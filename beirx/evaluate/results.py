@@ -17,6 +17,7 @@ from beirx.artifacts.results import (DatasetRef, Efficiency, ResultsDocument, Sy
                                      system_kind as system_kind_of)
 from beirx.evaluate.metrics import Evaluation
 from beirx.language_packs import LanguagePack
+from beirx.paths import safe_tag
 from beirx.provenance import environment_versions
 
 TIE_BREAK = "score descending, then document id descending (trec_eval/pytrec_eval order)"
@@ -86,7 +87,7 @@ def build_results(*, dataset, split: str, pack: LanguagePack, system: dict[str, 
     return ResultsDocument(
         dataset=ref,
         query_dataset=query_ref,
-        system=SystemRef(label=label, tag=system_tag or re.sub(r"[^A-Za-z0-9._=-]+", "_", label),
+        system=SystemRef(label=label, tag=system_tag or safe_tag(label),
                          kind=system_kind or system_kind_of(description), description=description),
         language_pack=pack.describe(),
         language_source=language_source,

@@ -12,26 +12,15 @@ reports show: the user's ``name``, else e.g. ``bm25 fields=flat``, ``dense e5-sm
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from beirx.errors import BeirxError
+from beirx.paths import safe_tag
 from beirx.evaluate import defaults
 from beirx.redact import redact_url
-
-_MAX_TAG = 150
-
-
-def _safe(text: str) -> str:
-    """A file-name-safe tag; over-long tags keep a readable head and a hash of the whole."""
-    tag = re.sub(r"[^A-Za-z0-9._=-]+", "_", text)
-    if len(tag) > _MAX_TAG:
-        tag = f"{tag[:_MAX_TAG - 13]}-{hashlib.sha256(tag.encode()).hexdigest()[:12]}"
-    return tag
-
 
 def _param_tag(params: dict[str, Any]) -> list[str]:
     """``key_value`` parts of a tag; URLs lose their credentials first (tags become file names and TREC tags)."""
@@ -56,7 +45,7 @@ class SystemSpec:
     def tag(self) -> str:
         """A file-name-safe label, e.g. ``bm25-b_0.75-fields_multifield-k1_1.2``."""
         if self.name:
-            return _safe(self.name)
+            return safe_tag(self.name)
         parts = [self.retriever] + _param_tag(self.params)
         return re.sub(r"[^A-Za-z0-9._=-]+", "_", "-".join(parts))
 
@@ -79,7 +68,7 @@ class RunFileSpec:
     kind = "run_file"
 
     def tag(self) -> str:
-        return _safe(self.name or f"run-{Path(self.path).stem}")
+        return safe_tag(self.name or f"run-{Path(self.path).stem}")
 
     def label(self) -> str:
         return self.name or f"run {Path(self.path).name}"
@@ -112,11 +101,11 @@ class FusionSpec:
 
     def tag(self) -> str:
         if self.name:
-            return _safe(self.name)
+            return safe_tag(self.name)
         head = self.method if self.method == "rrf" else f"{self.method}-{self.normalization}"
         if self.weights:
             head += "-w" + "_".join(f"{w:g}" for w in self.weights)
-        return _safe(f"{head}-" + "+".join(s.tag() for s in self.inputs))
+        return safe_tag(f"{head}-" + "+".join(s.tag() for s in self.inputs))
 
     def label(self) -> str:
         if self.name:
@@ -138,9 +127,9 @@ class RerankSpec:
 
     def tag(self) -> str:
         if self.name:
-            return _safe(self.name)
+            return safe_tag(self.name)
         parts = [self.first_stage.tag(), f"rerank_{self.reranker}"] + _param_tag(self.params) + [f"depth_{self.depth}"]
-        return _safe("-".join(parts))
+        return safe_tag("-".join(parts))
 
     def label(self) -> str:
         if self.name:
