@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from beirx.argtypes import positive_int
-from beirx.errors import BeirxError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
