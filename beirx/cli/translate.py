@@ -147,20 +147,16 @@ def run(args) -> int:
         output = args.output or default_output(dataset, args.lang, args.limit)
         with TranslationMemory(memory_path) as memory:
             budget = _check_budget(pipeline.dry_run(dataset, translator, memory, **common), args) if paid else None
-            sent = _count_billed(translator) if paid else None
             manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
                                                   progress=progress, executor=executor, assemble=assemble, **common)
     if paid:
         import dataclasses
 
-        measured = args.executor == "local"  # Ray replicas bill in their own processes: the estimate is the bound
-        spent = translator.estimate_cost(sent[0]) if measured else {"estimated_cost_usd": None}
-        manifest = dataclasses.replace(manifest, cost={**budget, "characters_sent": sent[0] if measured else None,
-                                                       "spent_usd": spent["estimated_cost_usd"]})
+        sent = manifest.counts["characters"]  # counted by the pipeline, on every executor
+        spent = translator.estimate_cost(sent)["estimated_cost_usd"]
+        manifest = dataclasses.replace(manifest, cost={**budget, "characters_sent": sent, "spent_usd": spent})
         manifest.save(output / pipeline.MANIFEST)
-        if measured:
-            print(f"cost: USD {spent['estimated_cost_usd']:.2f} at list price for {sent[0]:,} characters "
-                  f"(recorded in {pipeline.MANIFEST})")
+        print(f"cost: USD {spent:.2f} at list price for {sent:,} characters (recorded in {pipeline.MANIFEST})")
     counts, timings = manifest.counts, manifest.timings
     print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
           f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
@@ -204,19 +200,6 @@ def _check_budget(plan: dict, args) -> dict:
     if estimate > args.max_cost:
         raise BeirxError(f"the estimate USD {estimate:.2f} exceeds --max-cost {args.max_cost:.2f}; nothing was sent")
     return {"estimated_usd": estimate, "max_cost_usd": args.max_cost, "characters_estimated": cost["characters"]}
-
-
-def _count_billed(translator) -> list[int]:
-    """Count the billable characters actually sent (wraps ``translate_batch``); returns the live counter."""
-    sent = [0]
-    batch = translator.translate_batch
-
-    def counting(segments):
-        sent[0] += translator.billable_characters(segments)
-        return batch(segments)
-
-    translator.translate_batch = counting
-    return sent
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:

@@ -70,10 +70,13 @@ class Counts:
     from_memory: int = 0
     translated: int = 0
     characters: int = 0
-    """Source characters of the segments this run sent to the translator (what paid APIs bill)."""
+    """Billable characters (``Translator.billable_characters``; source code points for most backends) of the
+    batches this run had translated, counted in this process whatever the executor."""
     batches: int = 0
     empty_translations: int = 0
     extra: dict[str, int] = field(default_factory=dict)
+    billable: Callable[[list[str]], int] = field(default=lambda segments: sum(map(len, segments)), repr=False,
+                                                 compare=False)  # the translator's billable_characters
 
     def as_dict(self) -> dict[str, int]:
         return {"segments_total": self.segments_total, "segments_unique": self.segments_unique,
@@ -129,7 +132,7 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                                      "segments")
                 memory.add(system, list(zip(segments, outputs)), lease=key)
                 counts.translated += len(segments)
-                counts.characters += sum(len(s) for s in segments)
+                counts.characters += counts.billable(segments)
                 counts.batches += 1
                 counts.empty_translations += sum(1 for o in outputs if not o.strip())
                 progress.update(len(segments))
@@ -196,7 +199,7 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     planner, (mode, kinds) = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
     executor = executor or LocalExecutor(translator)
     timer = Timer()
-    counts = Counts()
+    counts = Counts(billable=translator.billable_characters)
     description = translator.describe()
     system = memory.register(description, translator.src, translator.tgt, translator.earlier_descriptions)
     shard_memories = _merge_shards(memory, system, assemble) if assemble else []
@@ -262,7 +265,7 @@ def translate_shard(dataset: BeirDataset, translator: Translator, memory: Transl
     fields = _check_fields(fields, limit)
     batch_size = int(batch_size or translator.max_batch_size)
     planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
-    counts = Counts()
+    counts = Counts(billable=translator.billable_characters)
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
     with SegmentStore(memory.path.parent) as store:
         sizes = _plan(dataset, fields, limit, planner, store, counts)
@@ -283,7 +286,7 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
     """
     fields = _check_fields(fields, limit)
     planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
-    counts = Counts()
+    counts = Counts(billable=translator.billable_characters)
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
     unique = known = characters = 0
     with SegmentStore(memory.path.parent) as store:
