@@ -9,6 +9,7 @@ inside a batch and count finished calls across processes.
 
 from __future__ import annotations
 
+import sys
 import json
 import os
 import signal
@@ -119,3 +120,12 @@ def test_a_killed_replica_is_restarted_and_no_batch_is_translated_twice(local_ra
     assert len(sent) == len(set(sent)) == m.counts["segments_unique"] == manifest(reference).counts["segments_unique"]
     unfinished = [p for p in (tmp_path / "calls").glob("*.start") if not p.with_suffix(".done").exists()]
     assert [int(p.stem.split("-")[0]) for p in unfinished] == killed  # the killed batch was redone elsewhere
+
+
+def test_without_ray_the_error_names_the_extra(monkeypatch):
+    from beirx.errors import MissingExtraError
+    from beirx.translate.ray_executor import RayExecutor
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'beirx\[ray\]'"):
+        RayExecutor(lambda: None, workers=1)

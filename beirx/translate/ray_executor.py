@@ -16,21 +16,13 @@ import logging
 import os
 from collections.abc import Callable
 
-from beirx.errors import BeirxError
+from beirx.errors import BeirxError, require
 from beirx.translate.backends.base import Translator
 from beirx.translate.executors import Done, Work
 
 log = logging.getLogger(__name__)
 
 IN_FLIGHT_PER_WORKER = 2
-
-
-def require_ray():
-    try:
-        import ray
-    except ImportError:
-        raise BeirxError("--executor ray needs Ray: pip install 'beirx[ray]'") from None
-    return ray
 
 
 class _Replica:
@@ -51,7 +43,7 @@ class RayExecutor:
                  gpus_per_worker: float = 0.0, max_retries: int = 3):
         if workers < 1:
             raise BeirxError(f"--workers must be at least 1, got {workers}")
-        ray = self._ray = require_ray()
+        ray = self._ray = require("ray", "ray", "--executor ray")
         self._started = not ray.is_initialized()
         if self._started:
             if address:
