@@ -9,10 +9,10 @@ inside a batch and count finished calls across processes.
 
 from __future__ import annotations
 
-import sys
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import uuid

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from beirx.translate.segment_store import pid_alive
+
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 120.0
@@ -196,26 +198,19 @@ class TranslationMemory:
             return True
         if host != self.host or pid == self.pid:
             return False
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # alive, another user's
-            return False
-        return False
+        return not pid_alive(pid)
 
     def merge(self, other: Path, system: str) -> int:
         """Copy ``system``'s segments from the memory file ``other`` (a shard's) into this one; the count added."""
-        before = self.count(system)
         self._conn.execute("ATTACH DATABASE ? AS other", (str(other),))
         try:
             with self._transaction():
                 self._conn.execute("INSERT OR IGNORE INTO systems SELECT * FROM other.systems WHERE key = ?", (system,))
-                self._conn.execute("INSERT OR IGNORE INTO segments SELECT * FROM other.segments WHERE system = ?",
-                                   (system,))
+                added = self._conn.execute("INSERT OR IGNORE INTO segments SELECT * FROM other.segments "
+                                           "WHERE system = ?", (system,)).rowcount
         finally:
             self._conn.execute("DETACH DATABASE other")
-        return self.count(system) - before
+        return added
 
     def count(self, system: str | None = None) -> int:
         if system is None:

@@ -117,11 +117,12 @@ def _remove_orphans(folder: Path) -> None:
     """Delete scratch files of this host's runs that died (SIGKILL) before closing their store."""
     for path in folder.glob(f".beirx-segments-{_HOST}-*.sqlite"):
         pid = path.name[len(f".beirx-segments-{_HOST}-"):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             path.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with ``pid`` exists (one of another user counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
