@@ -110,6 +110,8 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                 want = next(todo, -1) if todo is not None else None
                 for index, batch in enumerate(plan()):
                     if want is not None:
+                        if want == -1:
+                            break  # every waiting batch has been revisited
                         if index != want:
                             continue
                         want = next(todo, -1)

@@ -37,12 +37,14 @@ def is_converted(path: str | Path) -> bool:
     return (Path(path).expanduser() / "model.bin").is_file()
 
 
-def convert(model: str, quantization: str = "int8", revision: str | None = None) -> Path:
-    """The converted folder of Hugging Face ``model`` in the cache, converting it first if needed."""
+def convert(model: str, quantization: str = "int8", revision: str | None = None,
+            source_revision: str | None = None) -> Path:
+    """The converted folder of Hugging Face ``model`` in the cache, converting it first if needed
+    (``source_revision``: the model's :func:`model_revision` when the caller has it already)."""
     from beirx.data.cache import cache_dir
 
     ctranslate2 = require("ctranslate2", "translate", "the ctranslate2 translator")
-    source_revision = model_revision(model, revision)
+    source_revision = source_revision or model_revision(model, revision)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "--", str(model).strip("/"))[-80:]
     target = cache_dir("ct2") / f"{slug}-{source_revision.removeprefix('sha256:')[:12]}-{quantization}"
     if is_converted(target):
@@ -89,7 +91,7 @@ class CT2Translator(TokenizedTranslator):
             self.quantization = None
         else:
             self._revision = model_revision(model, revision)
-            folder = convert(model, quantization, revision)
+            folder = convert(model, quantization, revision, source_revision=self._revision)
             self.quantization = quantization
             transformers = require("transformers", "translate", "the ctranslate2 translator")
             max_positions = getattr(transformers.AutoConfig.from_pretrained(model, revision=revision),
