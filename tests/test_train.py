@@ -340,3 +340,11 @@ def test_validating_on_the_training_split_is_refused(tiny_dataset, tiny_bi_encod
     assert main(["train", "bi-encoder", "--dataset", str(tiny_dataset), "--split", "test", "--model",
                  str(tiny_bi_encoder), "--output", str(tmp_path / "x"), "--eval-split", "test"]) == 2
     assert "training split" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_language_comes_from_the_dataset_when_lang_is_absent(tiny_dataset, tiny_bi_encoder, tmp_path):
+    """The same rule as ``beirx eval``: a dataset card (or translation.json) states the language."""
+    (tiny_dataset / "README.md").write_text("---\nlanguage:\n- es\n---\n# tiny\n", encoding="utf-8")
+    data = load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang=None), False)
+    assert data.lang == "es"
+    assert load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang="en"), False).lang == "en"

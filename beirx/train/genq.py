@@ -35,7 +35,6 @@ from beirx.data.beir_io import QRELS_HEADER, query_to_json
 from beirx.data.cache import cache_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
-from beirx.data.resolve import resolve_dataset
 from beirx.errors import BeirxError, require
 from beirx.evaluate.retrievers.dense import document_text
 from beirx.models.device import choose_device
@@ -43,6 +42,7 @@ from beirx.models.files import resolve_model
 from beirx.provenance import environment_versions
 from beirx.train.genq_cache import QueryCache
 from beirx.train.genq_manifest import GeneratedSplit, GenerationManifest, SourceCorpus
+from beirx.train.session import dataset_in_its_language
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +145,7 @@ def _batches(dataset: BeirDataset, size: int):
 def generate_queries(opts: GenerationOptions, show_progress: bool = True) -> GenerationManifest:
     """Generate (or take from the cache) the queries of every document and write the split and manifest."""
     start = time.perf_counter()
-    dataset = resolve_dataset(opts.dataset, lang=opts.lang or "en")
-    lang = opts.lang or (dataset.translation.target_language if dataset.translation else "en")
+    dataset, lang = dataset_in_its_language(opts.dataset, opts.lang)
     out = opts.output
     if out.resolve() == dataset.root.resolve():
         raise BeirxError(f"--output {out} is the source dataset's folder; pass a new folder")

@@ -18,6 +18,7 @@ from typing import Any
 
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
+from beirx.data.language import dataset_language
 from beirx.data.resolve import resolve_dataset
 from beirx.errors import BeirxError, require
 from beirx.language_packs import LanguagePack, get_pack
@@ -78,11 +79,18 @@ def check_output(opts: TrainOptions) -> None:
         raise BeirxError(f"--output {out} is not empty ({', '.join(sorted(others)[:3])} ...); pass a new folder")
 
 
-def pack_and_dataset(opts: TrainOptions) -> tuple[BeirDataset, LanguagePack]:
-    """The dataset in its language (``--lang``, else a translation's target language, else English)."""
-    dataset = resolve_dataset(opts.dataset, lang=opts.lang or "en")
-    lang = opts.lang or (dataset.translation.target_language if dataset.translation else "en")
+def dataset_in_its_language(spec: str, flag: str | None) -> tuple[BeirDataset, str]:
+    """The dataset and its language: ``--lang``, else what the dataset states (translation.json or its card,
+    :func:`beirx.data.language.dataset_language`, which also warns when ``--lang`` contradicts it), else en."""
+    lang, _ = dataset_language(spec, flag)
+    dataset = resolve_dataset(spec, lang=lang)
     dataset.lang = lang
+    return dataset, lang
+
+
+def pack_and_dataset(opts: TrainOptions) -> tuple[BeirDataset, LanguagePack]:
+    """The dataset and the language pack of its language."""
+    dataset, lang = dataset_in_its_language(opts.dataset, opts.lang)
     return dataset, get_pack(lang)
 
 
