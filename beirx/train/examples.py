@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from beirx.data.dataset import BeirDataset
+from beirx.data.doc_store import DocStore
 from beirx.data.records import Qrels
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.dense import document_text
@@ -63,7 +64,9 @@ def query_texts(dataset: BeirDataset, examples: Iterable[Example]) -> dict[str, 
 
 
 def document_texts(dataset: BeirDataset, examples: Iterable[Example]) -> dict[str, str]:
-    """``{doc_id: text}`` for every positive and negative of ``examples`` (the corpus is streamed once).
+    """``{doc_id: text}`` for every positive and negative of ``examples``, looked up in the dataset's
+    document store (:class:`beirx.data.doc_store.DocStore`, the offset index ``beirx eval`` builds once per
+    corpus), so the training pairs and the validation pool do not each stream the corpus.
 
     A judged document that is not in the corpus is an error naming the qrels' dataset, not a silent skip.
     """
@@ -71,9 +74,9 @@ def document_texts(dataset: BeirDataset, examples: Iterable[Example]) -> dict[st
     for e in examples:
         wanted.add(e.positive_id)
         wanted.update(e.negative_ids)
-    texts = {doc.id: document_text(doc) for doc in dataset.iter_corpus() if doc.id in wanted}
-    missing = sorted(wanted - texts.keys())
-    if missing:
-        raise BeirxError(f"{dataset.root}: {len(missing)} judged documents are not in the corpus "
-                         f"(e.g. {missing[0]!r}); run  beirx validate {dataset.root}")
-    return texts
+    with DocStore.for_dataset(dataset) as store:
+        missing = sorted(doc_id for doc_id in wanted if doc_id not in store)
+        if missing:
+            raise BeirxError(f"{dataset.root}: {len(missing)} judged documents are not in the corpus "
+                             f"(e.g. {missing[0]!r}); run  beirx validate {dataset.root}")
+        return {doc_id: document_text(store[doc_id]) for doc_id in sorted(wanted)}
