@@ -154,6 +154,7 @@ def test_bi_encoder_trains_writes_card_and_loads_in_eval(tiny_dataset, tiny_bi_e
     assert card["beirx"]["seed"] == 42 and card["beirx"]["training"]["steps"] == 2
     assert card["beirx"]["prompts"] == E5_PROMPTS and card["beirx"]["loss"]["name"] == "MultipleNegativesRankingLoss"
     assert card["beirx"]["beirx_version"] and card["language"] == ["en"]
+    assert card["beirx"]["base_model"]["local"] is True and "base_model" not in card  # a folder, not a Hub id
     saved = json.loads((out / "config_sentence_transformers.json").read_text())
     assert saved["prompts"]["query"] == "query: " and saved["prompts"]["passage"] == "passage: "
     from safetensors.torch import load_file

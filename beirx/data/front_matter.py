@@ -34,6 +34,12 @@ def read_front_matter(readme: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def with_front_matter(metadata: dict[str, Any], body: str) -> str:
+    """``---`` YAML ``---`` then the body: the README.md layout the Hub and ``datasets`` read."""
+    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, width=1000)
+    return f"---\n{header}---\n\n{body.lstrip()}"
+
+
 def card_languages(meta: dict[str, Any]) -> list[str]:
     """The ``language:`` entries of a card's metadata (a string or a list), as strings."""
     langs = meta.get("language")

@@ -33,6 +33,7 @@ class ModelFiles:
     name: str
     folder: Path
     revision: str
+    local: bool = False  # a folder the user named, not a Hub id
 
     def read_json(self, filename: str) -> dict[str, Any]:
         """A JSON file of the model folder, or ``{}`` when it is absent."""
@@ -54,7 +55,7 @@ def resolve_model(name: str, revision: str | None = None) -> ModelFiles:
     if path.is_dir():
         if revision:
             log.warning("model %s is a local folder: --model-revision %s is ignored", name, revision)
-        return ModelFiles(name=name, folder=path.resolve(), revision=folder_checksum(path))
+        return ModelFiles(name=name, folder=path.resolve(), revision=folder_checksum(path), local=True)
     if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
         raise BeirxError(f"model folder not found: {name}")
     hub = require("huggingface_hub", "hub", "downloading models from the Hugging Face Hub")

@@ -15,11 +15,10 @@ import string
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from beirx.artifacts.manifest import FILENAME, TranslationManifest
 from beirx.artifacts.quality import FILENAME as QUALITY_FILENAME, QualityReport
 from beirx.artifacts.results import ResultsDocument
+from beirx.data.front_matter import with_front_matter
 from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -42,12 +41,6 @@ def template(name: str) -> string.Template:
 def citations() -> str:
     """BibTeX of BEIR and BEIR-PL (``cards/citations.bib``), cited by every card and MTEB task."""
     return (TEMPLATES / "citations.bib").read_text(encoding="utf-8").strip()
-
-
-def with_front_matter(metadata: dict[str, Any], body: str) -> str:
-    """``---`` YAML ``---`` then the body: the README.md layout the Hub and ``datasets`` read."""
-    header = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True, width=1000)
-    return f"---\n{header}---\n\n{body.lstrip()}"
 
 
 # -- provenance left by the translation stage ----------------------------------------------------

@@ -14,11 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from beirx import __version__
 from beirx.artifacts.results import now
 from beirx.atomic import atomic_writer
+from beirx.data.front_matter import with_front_matter
 from beirx.models.files import ModelFiles
 from beirx.provenance import environment_versions
 
@@ -30,7 +29,7 @@ PIPELINE = {"bi-encoder": ("sentence-transformers", "sentence-similarity"),
 def training_record(kind: str, base: ModelFiles, data: dict[str, Any], parameters: dict[str, Any],
                     loss: dict[str, Any], prompts: dict[str, str], run: dict[str, Any]) -> dict[str, Any]:
     """The card's ``beirx`` block (JSON-able)."""
-    return {"kind": kind, "base_model": {"name": base.name, "revision": base.revision}, "training_data": data,
+    return {"kind": kind, "base_model": {"name": base.name, "revision": base.revision, "local": base.local}, "training_data": data,
             "parameters": parameters, "seed": parameters["seed"], "loss": loss, "prompts": prompts,
             "training": run, "beirx_version": __version__, "versions": environment_versions(), "created": now()}
 
@@ -40,9 +39,8 @@ def _front_matter(record: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {"library_name": library, "pipeline_tag": pipeline,
                             "language": [record["training_data"]["language"]],
                             "tags": ["beirx", record["kind"], record["training_data"]["dataset"]]}
-    base = record["base_model"]["name"]
-    if not Path(base).is_absolute() and base.count("/") == 1 and not base.startswith("."):
-        meta["base_model"] = base  # a Hub id; a local folder means nothing to a reader of the card
+    if not record["base_model"]["local"]:
+        meta["base_model"] = record["base_model"]["name"]  # a Hub id; a local folder means nothing to a reader
     meta[KEY] = record
     return meta
 
@@ -52,7 +50,6 @@ def render(record: dict[str, Any]) -> str:
     data, params, run = record["training_data"], record["parameters"], record["training"]
     negatives = data["hard_negatives"]
     lines = [
-        "---", yaml.safe_dump(_front_matter(record), sort_keys=False, allow_unicode=True).rstrip(), "---", "",
         f"# {record['kind']} fine-tuned with beirx on {data['dataset']} ({data['language']}, {data['split']})", "",
         f"Base model: `{record['base_model']['name']}` (revision `{record['base_model']['revision']}`).", "",
         "## Training data", "",
@@ -77,7 +74,7 @@ def render(record: dict[str, Any]) -> str:
          "beirx eval --dataset DATASET --lang LANG --retriever bm25 --reranker cross-encoder "
          "--reranker-model THIS_FOLDER"),
         "```", ""]
-    return "\n".join(lines)
+    return with_front_matter(_front_matter(record), "\n".join(lines))
 
 
 def _validation_lines(pool: dict[str, Any] | None, scores: list[dict[str, Any]] | None) -> list[str]:
