@@ -154,3 +154,54 @@ def open_sqlite_cache(path: Path, connect, what: str):
                 side.replace(Path(str(aside) + suffix))
         log.warning("damaged %s at %s: %s; moved it to %s and starting a new one", what, path, problem, aside)
     return connect(path)
+
+
+SQLITE_BUSY_TIMEOUT_S = 120.0
+
+
+def enable_wal(conn, timeout: float = SQLITE_BUSY_TIMEOUT_S) -> None:
+    """Switch to WAL, retrying while another process creates or switches the same new database.
+
+    SQLite does not call the busy handler for this switch, so two runs started together on a fresh
+    database would otherwise fail with "database is locked" instead of waiting their turn.
+    """
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def open_shared_cache(path: Path, what: str, timeout: float = SQLITE_BUSY_TIMEOUT_S):
+    """A SQLite cache that concurrent processes share (translation memory, generated queries): checked on
+    open (a damaged file is moved aside), autocommit (transactions are explicit, :class:`WriteTransaction`),
+    a busy timeout, WAL, and ``synchronous = NORMAL`` (in WAL mode a committed transaction survives the
+    process being killed, not a power loss)."""
+    import sqlite3
+
+    conn = open_sqlite_cache(Path(path), lambda p: sqlite3.connect(p, timeout=timeout, isolation_level=None), what)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    enable_wal(conn, timeout)
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+class WriteTransaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``): takes the write lock up front, so a busy
+    database makes us wait (busy timeout) at the start instead of failing half-way through."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")

@@ -118,3 +118,17 @@ def test_cli_and_bad_output(tiny_dataset, tiny_t5, tmp_path, capsys):
         assert manifest["output"]["files"]["corpus.jsonl"] in {"linked", "copied"}
     with pytest.raises(BeirxError, match="source dataset's folder"):
         genq.generate_queries(opts(tiny_dataset, tiny_t5, tiny_dataset, tmp_path), False)
+
+
+def test_a_damaged_cache_is_moved_aside_and_replaced(tmp_path):
+    """Opened like the translation memory (cache_integrity.open_shared_cache), not crashed on."""
+    from beirx.train.genq_cache import QueryCache
+
+    path = tmp_path / "queries.sqlite"
+    path.write_bytes(b"SQLite format 3\x00" + b"\xff" * 4000)
+    with QueryCache(path) as cache:
+        key = cache.register({"model": "m"})
+        cache.add(key, [("d1", "text", ["q1"])])
+        assert cache.lookup(key, [("d1", "text")]) == {"d1": ["q1"]}
+    assert [p.name.startswith("queries.sqlite.damaged-") for p in tmp_path.iterdir() if p != path and
+            not p.name.endswith(("-wal", "-shm"))] == [True]

@@ -7,7 +7,8 @@ takes hours, so a killed run must not lose finished documents and a rerun must g
   parameters, seed); its canonical JSON is hashed into the key and stored beside it for inspection.
 * A document is keyed by its ID and the SHA-256 of the text the model read, so an edited document is
   generated again rather than served stale queries.
-* WAL journal and a busy timeout (a second process waits instead of failing), one transaction per batch (a
+* Opened as every shared cache is (:func:`beirx.cache_integrity.open_shared_cache`: a damaged file is moved
+  aside, WAL, a busy timeout so a second process waits instead of failing), one transaction per batch (a
   batch is fully committed or absent after SIGKILL), ``INSERT OR IGNORE`` so concurrent runs never clash.
 """
 
@@ -15,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-BUSY_TIMEOUT_S = 120.0
+from beirx.cache_integrity import WriteTransaction, open_shared_cache
+
 _LOOKUP_CHUNK = 400  # below SQLite's default limit of host parameters
 
 _SCHEMA = (
@@ -45,12 +46,10 @@ class QueryCache:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = NORMAL")
-        for statement in _SCHEMA:
-            self._conn.execute(statement)
+        self._conn = open_shared_cache(self.path, "generated-queries cache")
+        with WriteTransaction(self._conn):
+            for statement in _SCHEMA:
+                self._conn.execute(statement)
 
     def register(self, description: dict[str, Any]) -> str:
         """Record the generator (idempotent) and return its key."""
@@ -77,15 +76,10 @@ class QueryCache:
     def add(self, generator: str, rows: list[tuple[str, str, list[str]]]) -> None:
         """Commit one batch of ``(doc_id, text, queries)`` in a single transaction."""
         now = time.time()
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
+        with WriteTransaction(self._conn):
             self._conn.executemany("INSERT OR IGNORE INTO queries VALUES (?, ?, ?, ?, ?)",
                                    [(generator, d, text_hash(t), json.dumps(q, ensure_ascii=False), now)
                                     for d, t, q in rows])
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
 
     def count(self, generator: str) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM queries WHERE generator = ?", (generator,)).fetchone()[0]

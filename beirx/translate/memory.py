@@ -29,18 +29,17 @@ import json
 import logging
 import os
 import socket
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from beirx.cache_integrity import WriteTransaction, open_shared_cache
 from beirx.translate.segment_store import pid_alive
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_S = 120.0
 _LOOKUP_CHUNK = 500  # below SQLite's default limit of host parameters
 LEASE_SECONDS = 900.0  # a lease not renewed for this long is taken over (renewed at every committed batch)
 
@@ -70,23 +69,6 @@ def system_key(description: dict[str, Any], src: str, tgt: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-def _enable_wal(conn: sqlite3.Connection) -> None:
-    """Switch to WAL, retrying while another process creates or switches the same new database.
-
-    SQLite does not call the busy handler for this switch, so two runs started together on a fresh
-    memory would otherwise fail with "database is locked" instead of waiting their turn.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 class TranslationMemory:
     """``with TranslationMemory(path) as tm: key = tm.register(describe, src, tgt); tm.lookup(key, segs)``."""
 
@@ -96,21 +78,14 @@ class TranslationMemory:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.holder = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        from beirx.cache_integrity import open_sqlite_cache
-
-        self._conn = open_sqlite_cache(
-            self.path, lambda p: sqlite3.connect(p, timeout=BUSY_TIMEOUT_S, isolation_level=None), "translation memory")
-        self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        _enable_wal(self._conn)
-        # NORMAL in WAL mode: a committed batch survives the process being killed (not a power loss).
-        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn = open_shared_cache(self.path, "translation memory")
         with self._transaction():
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     self._conn.execute(statement)
 
     def _transaction(self):
-        return _Transaction(self._conn)
+        return WriteTransaction(self._conn)
 
     def register(self, description: dict[str, Any], src: str, tgt: str,
                  earlier: Callable[[], Iterable[dict[str, Any]]] | None = None) -> str:
@@ -225,17 +200,3 @@ class TranslationMemory:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``): takes the write lock up front, so a busy
-    database makes us wait (busy timeout) at the start instead of failing half-way through."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type, *exc) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
