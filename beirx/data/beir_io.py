@@ -50,20 +50,27 @@ def find_file(root: Path, stem: str) -> Path | None:
     return None
 
 
+_SAME_TEXT: dict[tuple, bool] = {}  # (path, size, mtime_ns) of both files -> verdict: each path lookup asks
+
+
 def _same_text(plain: Path, packed: Path) -> bool:
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in (plain, packed))
+    if key not in _SAME_TEXT:
+        _SAME_TEXT[key] = _hash_text(plain, open) == _hash_text(packed, gzip.open)
+    return _SAME_TEXT[key]
+
+
+def _hash_text(path: Path, opener) -> bytes:
     import hashlib
 
-    digests = []
-    for path, opener in ((plain, open), (packed, gzip.open)):
-        h = hashlib.sha256()
-        try:
-            with opener(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise DataError(path, f"cannot read ({exc})") from exc
-        digests.append(h.digest())
-    return digests[0] == digests[1]
+    h = hashlib.sha256()
+    try:
+        with opener(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(path, f"cannot read ({exc})") from exc
+    return h.digest()
 
 
 def open_text(path: Path, mode: str = "r") -> IO[str]:
