@@ -76,13 +76,13 @@ def atomic_dir(target: Path | str) -> Iterator[Path]:
     os.chmod(tmp, 0o777 & ~current_umask())  # as mkdir() would create it, not mkdtemp's 0700
     try:
         yield tmp
-        _publish_dir(tmp, target)
+        publish_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def _publish_dir(tmp: Path, target: Path) -> None:
+def publish_dir(tmp: Path, target: Path) -> None:
     """Move ``tmp`` to ``target``, replacing it; safe when several processes publish the same target.
 
     An existing ``target`` is first renamed to a unique trash name (atomic, so two processes never delete

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -98,19 +97,14 @@ class EmbeddingCache:
 
     def problem(self) -> str | None:
         """What is wrong with the entry (missing marker, changed files, wrong shape or ID count), or None."""
-        from beirx.cache_integrity import check_files
+        from beirx.cache_integrity import verify
 
         if not (self.folder / "meta.json").is_file():
             return "meta.json (the completion marker) is missing"
-        try:
-            integrity = json.loads((self.folder / "integrity.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
-            return f"integrity.json is missing or unreadable ({exc}; written by an older beirx or damaged)"
-        if not isinstance(integrity, dict):
-            return "integrity.json is not a JSON object"
-        problem = check_files(self.folder, integrity.get("files"))
+        problem = verify(self.folder, "integrity.json")
         if problem:
             return problem
+        integrity = json.loads((self.folder / "integrity.json").read_text(encoding="utf-8"))
         try:
             matrix = np.load(self.folder / "embeddings.npy", mmap_mode="r")
         except (OSError, ValueError) as exc:
@@ -153,13 +147,11 @@ class EmbeddingCache:
         matrix.flush()
         (self.partial / "doc_ids.json").write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
         progress_path.unlink()
-        from beirx.cache_integrity import describe_files
+        from beirx.atomic import publish_dir
+        from beirx.cache_integrity import seal
 
-        integrity = {"num_docs": len(doc_ids), "dim": int(dim), "files": describe_files(self.partial)}
-        write_json(self.partial / "integrity.json", integrity)
+        seal(self.partial, "integrity.json", {"num_docs": len(doc_ids), "dim": int(dim)})
         write_json(self.partial / "meta.json", meta)  # last: marks the entry complete
-        if self.folder.exists():
-            shutil.rmtree(self.folder)
-        os.replace(self.partial, self.folder)
+        publish_dir(self.partial, self.folder)
         log.info("cached %d embeddings in %s", len(doc_ids), self.folder)
         return self.load()
