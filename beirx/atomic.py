@@ -71,15 +71,23 @@ def atomic_dir(target: Path | str) -> Iterator[Path]:
     import shutil
 
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    os.chmod(tmp, 0o777 & ~current_umask())  # as mkdir() would create it, not mkdtemp's 0700
+    tmp = sibling_temp_dir(target)
     try:
         yield tmp
         publish_dir(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def sibling_temp_dir(target: Path, suffix: str = ".tmp") -> Path:
+    """A new hidden folder beside ``target`` (same file system, so a rename publishes it), with the
+    permissions mkdir() would give under the umask, not mkdtemp's 0700."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent))
+    os.chmod(tmp, 0o777 & ~current_umask())
+    return tmp
 
 
 def publish_dir(tmp: Path, target: Path) -> None:

@@ -16,7 +16,6 @@ import re
 import shutil
 import stat
 import sys
-import tempfile
 import zipfile
 import zlib
 from datetime import datetime, timezone
@@ -25,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from beirx import __version__
-from beirx.atomic import current_umask
+from beirx.atomic import sibling_temp_dir
 from beirx.data.beir_io import find_file
 from beirx.errors import BeirxError
 
@@ -75,8 +74,7 @@ def safe_extract(archive: Path | str, target: Path | str, *, subdirs: tuple[str,
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as exc:
         raise BeirxError(f"{archive}: not a readable zip archive ({exc})") from exc
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.extract-", dir=target.parent))
-    os.chmod(tmp, 0o777 & ~current_umask())  # the dataset folder as mkdir() would make it, not mkdtemp's 0700
+    tmp = sibling_temp_dir(target, suffix=".extract")
     try:
         with zf:
             members = [(info, _member_parts(info, archive)) for info in zf.infolist()]

@@ -27,12 +27,11 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from beirx.atomic import current_umask, write_json
+from beirx.atomic import sibling_temp_dir, write_json
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import card_languages, read_front_matter
@@ -276,9 +275,7 @@ def _dataset_name(repo_id: str, meta: dict[str, Any]) -> str:
 
 def _convert(target: Path, layout: dict[str, dict[str, list[Path]]], provenance: dict[str, Any]) -> None:
     """Write the BEIR folder into a temporary sibling of ``target`` and rename it into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    os.chmod(tmp, 0o777 & ~current_umask())  # as mkdir() would make it, not mkdtemp's 0700
+    tmp = sibling_temp_dir(target)
     try:
         n_docs = beir_io.write_corpus(tmp / "corpus.jsonl", _iter_docs(layout["corpus"]))
         n_queries = beir_io.write_queries(tmp / "queries.jsonl", _iter_queries(layout["queries"]))
