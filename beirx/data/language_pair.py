@@ -12,6 +12,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from beirx.artifacts.results import language_pair
 from beirx.errors import BeirxError
 
 log = logging.getLogger(__name__)
@@ -27,8 +28,8 @@ class LanguagePair:
 
     @property
     def label(self) -> str:
-        """``pl`` or ``pl2en`` (queries in ``pl``, corpus in ``en``)."""
-        return self.corpus if not self.cross_lingual else f"{self.query}2{self.corpus}"
+        """``pl`` or ``pl2en`` (queries in ``pl``, corpus in ``en``): the results' one spelling."""
+        return language_pair(self.query, self.corpus)
 
     @property
     def cross_lingual(self) -> bool:

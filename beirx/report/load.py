@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.manifest import TranslationManifest
-from beirx.artifacts.results import ResultsDocument
+from beirx.artifacts.results import ResultsDocument, language_pair
 from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,7 @@ class Result:
     @property
     def pair(self) -> str:
         """``"en"`` when queries and corpus share a language, else ``"es2en"`` (Spanish queries, English corpus)."""
-        if self.query_language == self.corpus_language:
-            return self.corpus_language
-        return f"{self.query_language}2{self.corpus_language}"
+        return language_pair(self.query_language, self.corpus_language)
 
     @property
     def monolingual(self) -> bool:
