@@ -38,6 +38,17 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _panels(count: int, panel_width: float, panel_height: float = 3.2):
+    """A figure with ``count`` panels, at most 4 per row: ``(fig, axes)``, the unused cells hidden."""
+    ncols = min(4, count)
+    nrows = (count + ncols - 1) // ncols
+    fig = _figure(panel_width * ncols, panel_height * nrows)
+    cells = list(fig.subplots(nrows, ncols, squeeze=False).flat)
+    for ax in cells[count:]:
+        ax.set_visible(False)
+    return fig, cells[:count]
+
+
 def _save(fig, out_dir: Path, name: str, title: str) -> Plot:
     out_dir.mkdir(parents=True, exist_ok=True)
     png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
@@ -77,11 +88,8 @@ def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_
     panels = list(dict.fromkeys((s.family, s.split, s.label) for s, _ in pairs))
     if not panels:
         return None
-    ncols = min(4, len(panels))
-    nrows = (len(panels) + ncols - 1) // ncols
-    fig = _figure(3.2 * ncols, 3.2 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax, (family, split, label) in zip(axes.flat, panels):
+    fig, axes = _panels(len(panels), 3.2)
+    for ax, (family, split, label) in zip(axes, panels):
         mine = [(s, t) for s, t in pairs if (s.family, s.split, s.label) == (family, split, label)]
         source = mine[0][0]
         for _, target in mine:
@@ -93,8 +101,6 @@ def per_query_scatter(results: list[Result], metric: str, out_dir: Path, source_
         ax.set_xlabel(f"{metric} (source, {source.pair})", fontsize=8)
         ax.set_ylabel(f"{metric} (target)", fontsize=8)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
     return _save(fig, out_dir, "per_query_scatter", "Per-query source vs target")
 
 
@@ -159,11 +165,8 @@ def effectiveness_vs_latency(results: list[Result], metric: str, out_dir: Path) 
 def quality_vs_drop(items: list[QualityDrop], out_dir: Path) -> Plot | None:
     if not items:
         return None
-    ncols = min(4, len(items))
-    nrows = (len(items) + ncols - 1) // ncols
-    fig = _figure(3.4 * ncols, 3.2 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax, item in zip(axes.flat, items):
+    fig, axes = _panels(len(items), 3.4)
+    for ax, item in zip(axes, items):
         rho, _ = item.correlation("spearman")
         ax.scatter(item.similarity, item.drop, s=9, alpha=0.5)
         order = np.argsort(item.similarity, kind="stable")
@@ -175,6 +178,4 @@ def quality_vs_drop(items: list[QualityDrop], out_dir: Path) -> Plot | None:
         ax.set_title(f"{item.source.label} {item.target.pair} (ρ = {rho:+.2f})", fontsize=9)
         ax.set_xlabel("query translation similarity", fontsize=8)
         ax.set_ylabel(f"{item.metric} drop (source − target)", fontsize=8)
-    for ax in list(axes.flat)[len(items):]:
-        ax.set_visible(False)
     return _save(fig, out_dir, "quality_vs_drop", "Translation quality vs drop")
