@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import types
 import typing
 from pathlib import Path
@@ -96,6 +97,19 @@ class Artifact:
         except OSError as exc:
             raise DataError(path, f"cannot read the file: {exc.strerror or exc}") from None
         return cls.from_json(text, source=path)
+
+    @classmethod
+    def load_optional(cls, path: Path | str, consequence: str = "ignoring it"):
+        """For readers to whom the artifact is optional provenance (reports, cards): the artifact, or None
+        when the file is absent or malformed (logged with the file, the field and ``consequence``)."""
+        path = Path(path)
+        if not path.is_file():
+            return None
+        try:
+            return cls.load(path)
+        except DataError as exc:
+            logging.getLogger(cls.__module__).warning("%s; %s", exc, consequence)
+            return None
 
     @classmethod
     def load_if_any(cls, path: Path | str):

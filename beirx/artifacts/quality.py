@@ -10,6 +10,7 @@ existed load as well (they lack ``per_query_similarity``, which is then empty).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.base import Artifact, fld, optional
@@ -17,6 +18,7 @@ from beirx.artifacts.manifest import DatasetSide
 
 SCHEMA = "beirx.quality/2"
 FILENAME = "quality.json"  # in the report folder, by default <translated dataset>/quality
+FOLDER = "quality"
 
 
 @dataclass(kw_only=True)
@@ -116,6 +118,11 @@ class QualityReport(Artifact):
 
     SCHEMA = SCHEMA
     KIND = "quality report"
+
+    @staticmethod
+    def path_in(dataset_root: Path | str) -> Path:
+        """Where ``beirx quality`` writes the report of a translated dataset by default."""
+        return Path(dataset_root) / FOLDER / FILENAME
 
     schema_version: str = fld("format identifier", default=SCHEMA)
     dataset: str = fld("the translated dataset's name")

@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.manifest import FILENAME, TranslationManifest
-from beirx.artifacts.quality import FILENAME as QUALITY_FILENAME, QualityReport
+from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.results import ResultsDocument
 from beirx.data.front_matter import with_front_matter
-from beirx.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +54,7 @@ def read_manifest(root: Path) -> TranslationManifest | None:
     """The translation manifest in ``root``, or None for an untranslated dataset or a malformed manifest
     (logged with the file and field: it leaves provenance out of the card, it does not stop a publish)."""
     path = manifest_path(root)
-    return _tolerant(TranslationManifest, path) if path else None
-
-
-def _tolerant(cls, path: Path):
-    try:
-        return cls.load(path)
-    except DataError as exc:
-        log.warning("%s; leaving it out of the card", exc)
-        return None
+    return TranslationManifest.load_optional(path, "leaving it out of the card") if path else None
 
 
 def translation_provenance(manifest: TranslationManifest | None) -> dict[str, Any]:
@@ -91,8 +82,7 @@ def read_quality(root: Path) -> dict[str, float]:
     Mean source/translation similarity, share of flagged pairs, share detected in the target language
     and round-trip chrF, for each field the report covers; ``{}`` when there is no (readable) report.
     """
-    path = Path(root) / "quality" / QUALITY_FILENAME
-    report = _tolerant(QualityReport, path) if path.is_file() else None
+    report = QualityReport.load_optional(QualityReport.path_in(root), "leaving it out of the card")
     found: dict[str, float] = {}
     for name, entry in (report.fields if report else {}).items():
         values = {

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx import __version__
+from beirx.artifacts.quality import QualityReport
 from beirx.atomic import atomic_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
@@ -206,8 +207,9 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
         if manifest is not None:
             (tmp / "provenance").mkdir(exist_ok=True)
             shutil.copy2(manifest, tmp / "provenance" / manifest.name)
-        if (dataset.root / "quality").is_dir():
-            shutil.copytree(dataset.root / "quality", tmp / "provenance" / "quality")
+        quality_dir = QualityReport.path_in(dataset.root).parent
+        if quality_dir.is_dir():
+            shutil.copytree(quality_dir, tmp / "provenance" / quality_dir.name)
         info = card_info(dataset, repo_id=repo_id, configs=configs, rows=rows, eval_split=eval_split)
         (tmp / "README.md").write_text(cards.render_dataset_card(info), encoding="utf-8")
     log.info("exported %s (%s): %d documents, %d queries, qrels %s -> %s", dataset.name, dataset.lang, n_docs,

@@ -114,11 +114,7 @@ def _manifest_source_language(folder: str | None) -> str | None:
     """The source language in a dataset folder's ``translation.json`` (None for an untranslated folder)."""
     if not folder or not Path(folder).is_dir():
         return None
-    try:
-        manifest = TranslationManifest.find(folder)
-    except DataError as exc:
-        log.warning("ignoring %s", exc)
-        return None
+    manifest = TranslationManifest.load_optional(TranslationManifest.path_in(folder))
     return manifest.source_language if manifest else None
 
 

@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beirx.artifacts.manifest import TranslationManifest
-from beirx.artifacts.quality import FILENAME as QUALITY_FILE
 from beirx.artifacts.quality import QualityReport
-from beirx.errors import DataError
 from beirx.report.load import Result
 
 log = logging.getLogger(__name__)
@@ -37,21 +35,12 @@ class Translation:
         return dict(self.quality.per_query_similarity) if self.quality else {}
 
 
-def _load(kind, path: Path):
-    """``kind.load`` (which upgrades files from before the format had a version, unlike ``load_if_any``)."""
-    try:
-        return kind.load(path) if path.is_file() else None
-    except DataError as exc:
-        log.warning("ignoring %s", exc)
-        return None
-
-
 def read_translation(folder: str | Path, quality_path: str | Path | None = None) -> Translation | None:
     """The manifest and quality report of ``folder``; None when it is not a translated dataset."""
     folder = Path(folder)
-    manifest = _load(TranslationManifest, TranslationManifest.path_in(folder))
-    qpath = Path(quality_path) if quality_path else folder / "quality" / QUALITY_FILE
-    quality = _load(QualityReport, qpath)
+    manifest = TranslationManifest.load_optional(TranslationManifest.path_in(folder))
+    qpath = Path(quality_path) if quality_path else QualityReport.path_in(folder)
+    quality = QualityReport.load_optional(qpath)
     if manifest is None and quality is None:
         return None
     return Translation(str(folder), manifest, quality, str(qpath) if quality else None)
@@ -71,7 +60,7 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             if translation is not None:
                 found[folder] = translation
     for path in extra_quality:
-        report = _load(QualityReport, Path(path))
+        report = QualityReport.load_optional(path)
         if report is None:
             log.warning("ignoring %s: not a quality report", path)
             continue

@@ -164,7 +164,7 @@ def _translation_summary(manifest: TranslationManifest | None) -> TranslationSum
 
 def report_dir(translated: BeirDataset, output_dir: Path | str | None = None) -> Path:
     """Where the report goes: ``output_dir``, by default ``<translated folder>/quality``."""
-    return Path(output_dir) if output_dir is not None else translated.root / "quality"
+    return Path(output_dir) if output_dir is not None else QualityReport.path_in(translated.root).parent
 
 
 def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path | str | None = None, *,
