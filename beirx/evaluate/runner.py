@@ -170,9 +170,9 @@ class Stages:
         return RETRIEVERS.get(spec.retriever)(self.pack, show_progress=self.show_progress, use_cache=self.use_cache,
                                               **spec.params)
 
-    def _retrieve(self, spec: SystemSpec) -> Stage:
+    def _retrieve(self, spec: SystemSpec, retriever: Retriever | None = None) -> Stage:
         timer = Timer()
-        retriever = self._retriever(spec)
+        retriever = retriever or self._retriever(spec)
         with timer.section("index"):
             retriever.index(self.dataset)
         k = self.top_k + int(self.ignore_identical_ids)  # one extra hit so dropping the query itself leaves top_k
@@ -217,7 +217,8 @@ class Stages:
         """The first-stage run from the run cache, or computed (once) and stored there."""
         from beirx.evaluate.run_cache import RunCache
 
-        description = self._retriever(spec).describe()
+        retriever = self._retriever(spec)
+        description = retriever.describe()
         key = cache_key("first-stage", description, self.pack.describe(), self.top_k, *self._base_key())
         cache = RunCache(self._label(spec.retriever), key)
         timer = Timer()
@@ -226,7 +227,8 @@ class Stages:
         if run is not None:
             log.info("reusing the stored %s first-stage run %s", spec.retriever, cache.path)
             return Stage(run, {**description, "run_from_cache": True}, timer.seconds)
-        stage = self.run(spec)
+        own = f"False:{spec!r}"  # the same system run on its own earlier in this plan, else now (and memoised)
+        stage = self._memo[own] if own in self._memo else self._memo.setdefault(own, self._retrieve(spec, retriever))
         cache.put(stage.run, {"system": stage.description})
         return stage
 
@@ -313,12 +315,12 @@ def _fused_efficiency(parts: list[Stage], fuse_seconds: float) -> dict[str, Any]
     if any(f is None for f in figures):
         return None
 
-    def total(key: str):
+    def total(key: str):  # not rounded: a rounded total could come out below the sum of its parts
         values = [f.get(key) for f in figures]
-        return None if any(v is None for v in values) else round(sum(values), 4)
+        return None if any(v is None for v in values) else sum(values)
 
     search = total("search_seconds")
-    search = None if search is None else round(search + fuse_seconds, 4)
+    search = None if search is None else search + fuse_seconds
     queries = figures[0].get("num_queries")
     devices = sorted({str(f.get("device")) for f in figures if f.get("device")})
     return {"index_seconds": total("index_seconds"), "search_seconds": search, "num_queries": queries,
