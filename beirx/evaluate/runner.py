@@ -27,11 +27,12 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from beirx import __version__
+from beirx.artifacts.results import Efficiency
 from beirx.atomic import atomic_writer, write_json
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
@@ -198,13 +199,8 @@ class Stages:
                 start = time.perf_counter()
                 retriever.search({qid: self.queries[qid]}, k)
                 latencies.append((time.perf_counter() - start) * 1000.0)
-        search = seconds.get("search")
         return {
-            "index_seconds": seconds.get("index"),
-            "encode_seconds": retriever.encode_seconds,
-            "search_seconds": search,
-            "num_queries": len(self.queries),
-            "queries_per_second": round(len(self.queries) / search, 3) if search else None,
+            **asdict(Efficiency.from_timings(seconds, len(self.queries))),
             "latency_ms_p50": round(_percentile(latencies, 50), 3) if latencies else None,
             "latency_ms_p95": round(_percentile(latencies, 95), 3) if latencies else None,
             "latency_sample": len(latencies),
@@ -270,9 +266,7 @@ class Stages:
                 run = reranker.rerank(self.queries, corpus, first.run, depth=spec.depth)
         description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description}
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
-        seconds = timer.seconds.get("rerank")
-        efficiency = {"search_seconds": seconds, "num_queries": len(self.queries),
-                      "queries_per_second": round(len(self.queries) / seconds, 3) if seconds else None,
+        efficiency = {**asdict(Efficiency.from_timings({"search": timer.seconds.get("rerank")}, len(self.queries))),
                       "peak_rss_bytes": peak_rss_bytes(), "device": reranker.device_name}
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)
 
