@@ -127,6 +127,39 @@ class _SeenIds:
         return found
 
 
+def parse_record(line: str, require_text: bool = True) -> tuple[dict | None, str | None]:
+    """One JSON line of a corpus or queries file: ``(record with a string '_id', None)`` or ``(None, what is
+    wrong)`` -- JSON, object, '_id', 'text' and 'title' types, the ID rule, lone surrogates. Every reader of
+    these files checks records with it (the streaming readers here, the document store's index)."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"malformed JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    if not isinstance(obj, dict):
+        return None, "expected a JSON object"
+    raw_id = obj.get("_id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+        return None, "missing '_id'"
+    if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+        return None, f"'_id' must be a string, got {type(raw_id).__name__}"
+    if require_text and not isinstance(obj.get("text"), str):
+        return None, ("missing 'text'" if "text" not in obj
+                      else f"'text' must be a string, got {type(obj['text']).__name__}")
+    title = obj.get("title", "")
+    if title is not None and not isinstance(title, str):
+        return None, f"'title' must be a string, got {type(title).__name__}"
+    doc_id = str(raw_id)
+    problem = id_problem(doc_id)
+    if problem is None and "\\u" in line:  # lone surrogates can only arrive as JSON escapes
+        problem = text_problem(obj.get("text") or "", title or "")
+    if problem:
+        return None, problem
+    obj["_id"] = doc_id
+    return obj, None
+
+
 def _iter_json_records(path: Path, errors: list[DataError] | None, require_text: bool = True) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs
     (duplicates are reported when the file has been read, see :class:`_SeenIds`)."""
@@ -136,41 +169,11 @@ def _iter_json_records(path: Path, errors: list[DataError] | None, require_text:
         if not line.strip():
             continue
         any_line = True
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            _fail(errors, DataError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line_no))
-            continue
-        except RecursionError:
-            _fail(errors, DataError(path, "JSON nested too deeply", line_no))
-            continue
-        if not isinstance(obj, dict):
-            _fail(errors, DataError(path, "expected a JSON object", line_no))
-            continue
-        raw_id = obj.get("_id")
-        if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-            _fail(errors, DataError(path, "missing '_id'", line_no))
-            continue
-        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
-            _fail(errors, DataError(path, f"'_id' must be a string, got {type(raw_id).__name__}", line_no))
-            continue
-        if require_text and not isinstance(obj.get("text"), str):
-            what = "missing 'text'" if "text" not in obj else f"'text' must be a string, got {type(obj['text']).__name__}"
-            _fail(errors, DataError(path, what, line_no))
-            continue
-        title = obj.get("title", "")
-        if title is not None and not isinstance(title, str):
-            _fail(errors, DataError(path, f"'title' must be a string, got {type(title).__name__}", line_no))
-            continue
-        doc_id = str(raw_id)
-        problem = id_problem(doc_id)
-        if problem is None and "\\u" in line:  # lone surrogates can only arrive as JSON escapes
-            problem = text_problem(obj.get("text") or "", title or "")
+        obj, problem = parse_record(line, require_text)
         if problem:
             _fail(errors, DataError(path, problem, line_no))
             continue
-        seen.add(doc_id)
-        obj["_id"] = doc_id
+        seen.add(obj["_id"])
         yield line_no, obj
     if not any_line:
         _fail(errors, DataError(path, "file is empty"))

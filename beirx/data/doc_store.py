@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from beirx.data.beir_io import doc_from_json
+from beirx.data.beir_io import doc_from_json, parse_record
 from beirx.data.records import Doc
 from beirx.errors import DataError
 
@@ -150,10 +150,10 @@ def _build(path: Path, target: Path, gz: bool) -> None:
         numbers: dict[str, int] = {}
         for number, offset, raw in _lines(path, gz):
             text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            try:
-                doc_id = str(json.loads(text)["_id"])
-            except (ValueError, KeyError, TypeError):
-                raise DataError(path, "malformed corpus line (JSON with an '_id' expected)", number) from None
+            record, problem = parse_record(text)  # the same checks as every corpus reader
+            if problem:
+                raise DataError(path, f"malformed corpus line: {problem}", number)
+            doc_id = record["_id"]
             if number == 1 and raw.startswith(b"\xef\xbb\xbf") and not gz:
                 offset += 3  # past the byte-order mark
             rows.append((doc_id, offset, text if gz else None))
