@@ -22,10 +22,10 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 import requests
-from tqdm import tqdm
 
 from beirx import __version__
 from beirx.errors import BeirxError
+from beirx.progress import progress as progress_bar
 from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
@@ -155,9 +155,8 @@ def _fetch(url: str, part: Path, timeout: float, show: bool) -> None:
                 offset = 0
             length = resp.headers.get("Content-Length")
             total = offset + int(length) if length and length.isdigit() else None
-            with open(part, mode) as fh, tqdm(total=total, initial=offset, unit="B", unit_scale=True,
-                                              unit_divisor=1024, desc=part.name[:-5], disable=not show,
-                                              file=sys.stderr) as bar:
+            with open(part, mode) as fh, progress_bar(total=total, initial=offset, unit="B", desc=part.name[:-5],
+                                                      enabled=show, unit_scale=True, unit_divisor=1024) as bar:
                 for chunk in resp.iter_content(chunk_size=CHUNK):
                     fh.write(chunk)
                     bar.update(len(chunk))

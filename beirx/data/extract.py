@@ -21,12 +21,12 @@ import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tqdm import tqdm
 
 from beirx import __version__
 from beirx.atomic import sibling_temp_dir
 from beirx.data.beir_io import find_file
 from beirx.errors import BeirxError
+from beirx.progress import progress as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,8 @@ def safe_extract(archive: Path | str, target: Path | str, *, subdirs: tuple[str,
             members = [(info, _member_parts(info, archive)) for info in zf.infolist()]
             members = [(info, parts) for info, parts in members if parts and parts[0] not in _SKIP_TOP]
             show = sys.stderr.isatty() if progress is None else progress
-            with tqdm(total=sum(i.file_size for i, _ in members), unit="B", unit_scale=True, unit_divisor=1024,
-                      desc=f"extract {archive.name}", disable=not show, file=sys.stderr) as bar:
+            with progress_bar(total=sum(i.file_size for i, _ in members), unit="B", desc=f"extract {archive.name}",
+                              enabled=show, unit_scale=True, unit_divisor=1024) as bar:
                 for info, parts in members:
                     dest = tmp.joinpath(*parts)
                     try:
