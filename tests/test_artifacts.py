@@ -261,13 +261,25 @@ def test_schema_command_prints_a_valid_json_schema(name, capsys):
     assert schema == ARTIFACTS[name].json_schema() and schema["$id"] == ARTIFACTS[name].SCHEMA
     examples = {"results": [_full_results()] + [ResultsDocument.load(p) for p in sorted(BEFORE_V2.glob("results_*"))],
                 "manifest": [TranslationManifest.load(BEFORE_V2 / "translation.json")],
-                "quality": [QualityReport.load(BEFORE_V2 / "quality.json")]}[name]
+                "quality": [QualityReport.load(BEFORE_V2 / "quality.json")],
+                "generation": [_generation_manifest()]}[name]
     for example in examples:
         jsonschema.validate(example.to_dict(), schema)
     bad = examples[0].to_dict()
     bad[ARTIFACTS[name].SCHEMA_FIELD] = "beirx.other/1"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def _generation_manifest():
+    from beirx.artifacts.generation import GeneratedSplit, GenerationManifest, SourceCorpus
+
+    return GenerationManifest(
+        source=SourceCorpus(path="scifact", name="scifact", lang="en", corpus_checksum="sha256:00"),
+        output=GeneratedSplit(path="genq", split="train", query_ids="genq-<doc id>-<n>",
+                              files={"queries.jsonl": "generated", "corpus.jsonl": "linked"}),
+        generator={"model": "t5", "per_doc": 3, "seed": 42}, cache={"path": "q.sqlite", "generator": "abc"},
+        counts={"documents": 2, "queries": 6}, timings={"total": 1.5})
 
 
 def test_schema_doc_is_current(capsys):

@@ -18,7 +18,7 @@ from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
 from beirx.train import genq  # noqa: E402
 from beirx.train.examples import positive_pairs  # noqa: E402
-from beirx.train.genq_manifest import GenerationManifest  # noqa: E402
+from beirx.artifacts.generation import GenerationManifest  # noqa: E402
 
 PIECES = ["<pad>", "</s>", "<unk>", "▁", ".", ",", ";", "?"] + [
     f"▁{w}" for w in ("cats", "dogs", "mice", "whales", "birds", "are", "small", "animals", "hunt", "what", "which",

@@ -1,15 +1,19 @@
-"""Typed artifacts: the results document, the translation manifest and the quality report.
+"""Typed artifacts: the results document, the translation manifest, the quality report and the query-generation
+manifest.
 
 Each is a dataclass with a schema version, ``to_dict``/``to_json``/``save`` (atomic) and
 ``from_dict``/``from_json``/``load`` that validate (errors name the file and the dotted field) and upgrade
-older formats; ``json_schema()`` documents the current format (``beirx schema results|manifest|quality``).
+older formats; ``json_schema()`` documents the current format
+(``beirx schema results|manifest|quality|generation``).
 Core only: no heavy imports.
 """
 
+from beirx.artifacts.generation import GenerationManifest
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.results import ResultsDocument
 
-ARTIFACTS = {"results": ResultsDocument, "manifest": TranslationManifest, "quality": QualityReport}
+ARTIFACTS = {"results": ResultsDocument, "manifest": TranslationManifest, "quality": QualityReport,
+             "generation": GenerationManifest}
 
-__all__ = ["ARTIFACTS", "QualityReport", "ResultsDocument", "TranslationManifest"]
+__all__ = ["ARTIFACTS", "GenerationManifest", "QualityReport", "ResultsDocument", "TranslationManifest"]

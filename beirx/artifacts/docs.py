@@ -21,6 +21,7 @@ _UPGRADES = {
     "manifest": "Format-1 manifests (`\"format\": 1`, no `schema_version`) have the same fields and load as format 2.",
     "quality": "Reports without `schema_version` (written before it existed) load; `per_query_similarity` is "
                "then empty.",
+    "generation": "One format so far (`beirx.generation/1`).",
 }
 
 

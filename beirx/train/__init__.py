@@ -14,7 +14,7 @@ it. Modules, one job each:
 - :mod:`~beirx.train.bi_encoder`: sentence-transformers training with MultipleNegativesRankingLoss;
 - :mod:`~beirx.train.cross_encoder`: CrossEncoder training with BinaryCrossEntropyLoss;
 - :mod:`~beirx.train.card`: the model card (README.md) recording data, parameters and versions;
-- :mod:`~beirx.train.genq`, :mod:`~beirx.train.genq_cache`, :mod:`~beirx.train.genq_manifest`: synthetic
+- :mod:`~beirx.train.genq`, :mod:`~beirx.train.genq_cache`, :mod:`~beirx.artifacts.generation`: synthetic
   queries (GenQ / doc2query) written as a BEIR training split, cached per document, with a manifest.
 
 Heavy libraries (torch, transformers, sentence-transformers, datasets) are imported inside functions.

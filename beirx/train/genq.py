@@ -6,7 +6,7 @@ text dense retrieval encodes) with BEIR's GenQ settings by default: nucleus samp
 25, at most 64 query tokens. The output folder holds the source corpus (hard-linked when possible, else copied:
 the same bytes, so document IDs are the corpus's), ``queries.jsonl`` with IDs ``genq-<doc id>-<n>`` (n from 1;
 an empty generation is dropped and its number skipped), ``qrels/<split>.tsv`` pairing each query with its
-document (score 1), and ``generation.json`` (:mod:`beirx.train.genq_manifest`).
+document (score 1), and ``generation.json`` (:mod:`beirx.artifacts.generation`).
 
 Resumable and reproducible: documents are taken in corpus order in batches of ``batch_size``; each batch's
 sampling is seeded from ``seed`` and the batch's first document ID, and its queries are committed to the
@@ -41,7 +41,7 @@ from beirx.models.device import choose_device
 from beirx.models.files import resolve_model
 from beirx.provenance import environment_versions
 from beirx.train.genq_cache import QueryCache
-from beirx.train.genq_manifest import GeneratedSplit, GenerationManifest, SourceCorpus
+from beirx.artifacts.generation import GeneratedSplit, GenerationManifest, SourceCorpus
 from beirx.train.session import dataset_in_its_language
 
 log = logging.getLogger(__name__)
