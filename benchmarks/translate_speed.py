@@ -29,6 +29,7 @@ from _shared import SCIFACT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # tiny_models: the Marian builder shared with the tests
 
 
 def build_marian(work: Path, scifact: Path, vocab_size: int = 58_000) -> Path:
@@ -36,36 +37,20 @@ def build_marian(work: Path, scifact: Path, vocab_size: int = 58_000) -> Path:
     model_dir = work / "marian-opus-size"
     if (model_dir / "model.safetensors").is_file():
         return model_dir
-    import sentencepiece as spm
-    import torch
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from tiny_models import build_tiny_marian  # the tests' builder, at OPUS-MT size
 
     work.mkdir(parents=True, exist_ok=True)
-    text = work / "scifact.txt"
-    with open(scifact / "corpus.jsonl", encoding="utf-8") as src, open(text, "w", encoding="utf-8") as dst:
+    lines = []
+    with open(scifact / "corpus.jsonl", encoding="utf-8") as src:
         for line in src:
             doc = json.loads(line)
-            dst.write(f"{doc['title']}\n{doc['text']}\n")
-    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(work / "spm"), vocab_size=vocab_size,
-                                   model_type="bpe", hard_vocab_limit=False, character_coverage=1.0, bos_id=-1,
-                                   eos_id=-1, unk_id=0, pad_id=-1, minloglevel=2, num_threads=os.cpu_count())
-    sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
-    vocab = {"</s>": 0, "<unk>": 1}
-    for i in range(sp.get_piece_size()):
-        vocab.setdefault(sp.id_to_piece(i), len(vocab))
-    vocab["<pad>"] = len(vocab)
-    (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = MarianTokenizer(vocab=str(work / "vocab.json"), source_spm=str(work / "spm.model"),
-                                target_spm=str(work / "spm.model"), model_max_length=512)
-    torch.manual_seed(0)
-    config = MarianConfig(vocab_size=len(vocab), d_model=512, encoder_layers=6, decoder_layers=6,
-                          encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
-                          decoder_ffn_dim=2048, max_position_embeddings=512, pad_token_id=vocab["<pad>"],
-                          eos_token_id=0, decoder_start_token_id=vocab["<pad>"], forced_eos_token_id=0,
-                          scale_embedding=True, share_encoder_decoder_embeddings=True)
-    MarianMTModel(config).save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
-    return model_dir
+            lines += [doc["title"], doc["text"]]
+    return build_tiny_marian(
+        work, lines, vocab_size=vocab_size, max_length=512, name=model_dir.name,
+        spm_options={"model_type": "bpe", "hard_vocab_limit": False, "num_threads": os.cpu_count()},
+        d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8, decoder_attention_heads=8,
+        encoder_ffn_dim=2048, decoder_ffn_dim=2048, forced_eos_token_id=0, scale_embedding=True,
+        share_encoder_decoder_embeddings=True)
 
 
 def sentences(scifact: Path, count: int) -> list[str]:

@@ -7,16 +7,19 @@ from pathlib import Path
 
 
 def build_tiny_marian(work: Path, lines: list[str], *, vocab_size: int, max_length: int, name: str = "opus-mt-tiny-en-es",
-                      **config) -> Path:
-    """A Marian MT model with a SentencePiece vocabulary trained on ``lines``; ``config`` overrides MarianConfig."""
+                      spm_options: dict | None = None, **config) -> Path:
+    """A random-weight Marian MT model with a SentencePiece vocabulary trained on ``lines`` (``spm_options``
+    override the trainer's, ``config`` MarianConfig's). Tests build tiny ones; benchmarks/translate_speed.py an
+    OPUS-MT-sized one."""
     import sentencepiece as spm
     import torch
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
     (work / "text.txt").write_text("\n".join(lines), encoding="utf-8")
+    options = {"model_type": "unigram", "character_coverage": 1.0, "bos_id": -1, "eos_id": -1, "unk_id": 0,
+               "pad_id": -1, "minloglevel": 2, **(spm_options or {})}
     spm.SentencePieceTrainer.train(input=str(work / "text.txt"), model_prefix=str(work / "spm"), vocab_size=vocab_size,
-                                   model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0,
-                                   pad_id=-1, minloglevel=2)
+                                   **options)
     sp = spm.SentencePieceProcessor(model_file=str(work / "spm.model"))
     vocab = {"</s>": 0, "<unk>": 1}
     for i in range(sp.get_piece_size()):
