@@ -15,8 +15,6 @@ import zlib
 from beirx.errors import BeirxError, DataError
 from beirx.redact import redact_text
 
-NETWORK_HINT = ("if you are offline, pass a local BEIR folder with --dataset, point $BEIRX_BEIR_URL at a "
-                "mirror (file:// works), or use hf: with a local path")
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
@@ -57,7 +55,9 @@ def describe(exc: BaseException) -> str:
         text = (f"database error ({exc}); the cache file may be damaged: delete it (it is rebuilt) or free disk "
                 "space")
     elif _is_network(exc):
-        text = f"network error ({exc}); {NETWORK_HINT}"
+        from beirx.data.download import OFFLINE_HINT
+
+        text = f"network error ({exc}). {OFFLINE_HINT}"
     elif isinstance(exc, OSError):
         what = exc.strerror or str(exc)
         text = f"{_where(exc)}{what}" + ("" if exc.filename else f" ({exc})") + \
