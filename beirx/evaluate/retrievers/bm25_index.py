@@ -6,11 +6,13 @@ once to its (term id, term frequency) pairs, appended as int32 to two byte buffe
 distinct term of a document), and the token list is dropped. The score matrix is then built in
 blocks of term ids, so no temporary grows with the corpus beyond the final matrix itself.
 
-The scores are bm25s's ``method="lucene"`` numbers bit for bit (same float32/float64 operations in
-the same order as ``bm25s.scoring``): ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` in float64 then
-float32, ``score = float32(idf * tf / (k1 * ((1 - b) + b * dl / avgdl) + tf))`` (Robertson &
-Zaragoza 2009, Lucene's BM25), stored column-wise (CSC, one column per term, documents ascending)
-exactly as ``BM25.index`` stores them, so search, save and load are bm25s's own.
+The scores are bm25s's ``method="lucene"`` formula with the same float32/float64 operations in the same
+order as ``bm25s.scoring``: ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`` in float64 then float32,
+``score = float32(idf * tf / (k1 * ((1 - b) + b * dl / avgdl) + tf))`` (Robertson & Zaragoza 2009,
+Lucene's BM25), stored column-wise (CSC, one column per term, documents ascending) exactly as
+``BM25.index`` stores them, so search, save and load are bm25s's own. ``dl`` is the length Lucene scores
+with (its one-byte norm decoded, :mod:`length_norms`) unless ``length_norm="exact"``, which gives
+bm25s's own numbers bit for bit; ``avgdl`` is the exact mean either way, as in Lucene.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections import Counter
 
 import numpy as np
 
+from beirx.evaluate.retrievers.length_norms import lucene_lengths
 from beirx.speedups import native
 
 _BLOCK_PAIRS = 4_000_000  # (document, term) pairs handled per block when building the score matrix
@@ -63,15 +66,20 @@ class PostingsBuilder:
         self._lengths.append(len(terms))
         self.positions.append(position)
 
-    def to_bm25s(self, bm25s, k1: float, b: float):
-        """The bm25s ``BM25`` object ``BM25(k1, b, method="lucene").index(token_lists)`` would build."""
+    def to_bm25s(self, bm25s, k1: float, b: float, length_norm: str = "lucene"):
+        """A bm25s ``BM25`` object scoring as Lucene does; with ``length_norm="exact"``, the one
+        ``BM25(k1, b, method="lucene").index(token_lists)`` would build."""
         ids = np.frombuffer(self._ids, dtype=np.intc)
         tfs = np.frombuffer(self._tfs, dtype=np.intc)
         lengths = np.frombuffer(self._lengths, dtype=np.int64)
         starts = np.zeros(len(self._pairs) + 1, dtype=np.int64)
         np.cumsum(np.frombuffer(self._pairs, dtype=np.int64), out=starts[1:])
         n_docs, n_vocab = len(lengths), len(self.vocab)
-        avg_doc_len = lengths.mean()  # bm25s: np.array([len(doc) ...]).mean()
+        avg_doc_len = lengths.mean()  # bm25s: np.array([len(doc) ...]).mean(); Lucene: sumTotalTermFreq / docCount
+        if length_norm == "lucene":
+            lengths = lucene_lengths(lengths)
+        elif length_norm != "exact":
+            raise ValueError(f"length_norm must be 'lucene' or 'exact', got {length_norm!r}")
 
         df = np.bincount(ids, minlength=n_vocab)
         idf = np.array([math.log(1 + (n_docs - d + 0.5) / (d + 0.5)) for d in df.tolist()], dtype=np.float32)
