@@ -157,6 +157,24 @@ def test_postings_index_equals_bm25s_own_index():
                           theirs.get_scores_from_ids(theirs.get_tokens_ids(query)))
 
 
+def test_lucene_norm_index_equals_pure_python():
+    import bm25s
+
+    from beirx.evaluate.retrievers.bm25_index import PostingsBuilder, _count_terms_python
+
+    pack = get_pack("en")
+    compiled, python = PostingsBuilder(), PostingsBuilder()
+    python._count = _count_terms_python
+    for pos, text in enumerate(_scifact_texts()[:600]):
+        terms = pack.analyze(text)
+        compiled.add(pos, terms)
+        python.add(pos, terms)
+    ours, theirs = compiled.to_bm25s(bm25s, 0.9, 0.4), python.to_bm25s(bm25s, 0.9, 0.4)
+    assert ours.vocab_dict == theirs.vocab_dict
+    for part in ("data", "indices", "indptr"):
+        assert ours.scores[part].tobytes() == theirs.scores[part].tobytes(), part
+
+
 def test_trec_lines_equal_pure_python():
     from beirx.evaluate.runs import _trec_lines
 

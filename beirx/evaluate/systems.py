@@ -55,7 +55,7 @@ class SystemSpec:
         model = self.params.get("model")
         shown = [_short(model)] if model else []
         shown += [f"{k}={v}" for k, v in sorted(self.params.items())
-                  if k in ("fields", "search", "analysis") and v is not None]
+                  if k in ("fields", "combine", "length_norm", "search", "analysis") and v is not None]
         return " ".join([self.retriever] + shown)
 
 

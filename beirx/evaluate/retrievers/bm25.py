@@ -2,25 +2,28 @@
 
 Scoring is Lucene's BM25 (Robertson & Zaragoza 2009, as in Lucene >= 8 and Elasticsearch):
 ``idf(t) * tf / (tf + k1 * (1 - b + b * dl / avgdl))`` with ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``,
-summed over query tokens (a repeated query token counts each time, as in an Elasticsearch ``match``).
-Defaults k1=1.2, b=0.75 are Elasticsearch's, because BEIR's and BEIR-PL's baselines ran there.
+summed over query tokens (a repeated query token counts each time, as in an Elasticsearch ``match`` and
+Anserini's bag-of-words query). ``dl`` is Lucene's one-byte length norm decoded (``--length-norm lucene``,
+:mod:`length_norms`) or the true length (``exact``); ``avgdl`` is exact. Scores equal Lucene 8's
+and 9's (tests/test_bm25_lucene.py runs real Lucene 8.7); Lucene before 8.0 multiplied them by ``k1 + 1``,
+a constant that changes no ranking or metric.
 
-Field modes:
+Field modes and conventions (:mod:`bm25_conventions`, docs/bm25.md):
 - ``flat``: one field, ``title + " " + text`` (Pyserini's BEIR "flat" index).
 - ``multifield``: title and text indexed as separate fields, each with its own N and avgdl over the
-  documents that have the field (as Lucene counts them), combined like Elasticsearch ``multi_match``
-  ``best_fields``: ``max_f s_f + tie_breaker * sum of the other fields' scores``, tie_breaker 0.5 (BEIR's
-  query, also used by BEIR-PL).
+  documents that have the field (Lucene's ``docCount`` and ``sumTotalTermFreq / docCount``), combined
+  like Elasticsearch ``multi_match`` ``best_fields`` (``max_f s_f + tie_breaker * sum of the other
+  fields' scores``, tie_breaker 0.5: BEIR's query, also BEIR-PL's) or summed (``sum``: Anserini and
+  Pyserini multifield, one SHOULD clause per field).
 
 Only documents with a positive score are returned (Elasticsearch never returns non-matching documents).
-Known difference from Lucene: Lucene stores document lengths in one byte (lossy) while bm25s uses exact
-lengths, which moves scores slightly (nDCG@10 differences in the third decimal).
 
 Indexing streams: each document is analysed and reduced at once to int32 (term id, tf) pairs
-(:mod:`bm25_index`), so memory holds no token lists; the scores are bm25s's own, bit for bit.
+(:mod:`bm25_index`), so memory holds no token lists; search is bm25s's own.
 
 Indexes persist under ``$BEIRX_HOME/indexes``, keyed by dataset checksum, language pack, k1, b, field
-mode and bm25s version, so a second evaluation loads instead of re-indexing.
+mode, length norm and bm25s version (not by the field combination, applied at search time), so a second
+evaluation loads instead of re-indexing.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from beirx.argtypes import non_negative_float, unit_float
 from beirx.atomic import atomic_dir
 from beirx.cache_integrity import seal
 from beirx.checksums import cache_key
@@ -44,6 +46,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
 from beirx.evaluate.knn import id_tie_ranks
+from beirx.evaluate.retrievers import bm25_conventions
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.bm25_index import PostingsBuilder
 from beirx.evaluate.runs import Run
@@ -51,7 +54,6 @@ from beirx.language_packs import LanguagePack
 
 log = logging.getLogger(__name__)
 
-FIELD_MODES = ("flat", "multifield")
 _INDEX_FORMAT = 2  # 2: COMPLETE records every file's size and checksum
 
 
@@ -97,26 +99,32 @@ class BM25Retriever(Retriever):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--k1", type=non_negative_float, default=1.2, help="BM25 k1 (default 1.2, Elasticsearch's)")
-        group.add_argument("--b", type=unit_float, default=0.75, help="BM25 b (default 0.75)")
-        group.add_argument("--fields", choices=FIELD_MODES, default="multifield",
-                           help="flat: title+text in one field; multifield: best_fields with tie_breaker 0.5 "
-                                "(default)")
+        bm25_conventions.add_arguments(group)
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
-        return {"k1": args.k1, "b": args.b, "fields": args.fields}
+        """k1, b and fields always (they name result files as before); the combination, tie-breaker and
+        length norm only when they differ from the defaults, so default file names do not change."""
+        settings = bm25_conventions.settings_from_args(args)
+        params = {key: settings[key] for key in ("k1", "b", "fields")}
+        optional = ("length_norm",) + (("combine", "tie_breaker") if settings["fields"] == "multifield" else ())
+        params.update({key: settings[key] for key in optional if settings[key] != bm25_conventions.DEFAULTS[key]})
+        return params
 
     @property
     def index_location(self) -> Path | None:
         return self.index_dir
 
-    def __init__(self, pack: LanguagePack, k1: float = 1.2, b: float = 0.75, fields: str = "multifield",
-                 tie_breaker: float = 0.5, use_cache: bool = True, show_progress: bool = True):
-        if fields not in FIELD_MODES:
-            raise BeirxError(f"--fields must be one of {', '.join(FIELD_MODES)}, got {fields!r}")
+    def __init__(self, pack: LanguagePack, k1: float | None = None, b: float | None = None, fields: str | None = None,
+                 combine: str | None = None, tie_breaker: float | None = None, length_norm: str | None = None,
+                 preset: str | None = None, use_cache: bool = True, show_progress: bool = True):
+        """Unset values come from ``preset`` (:data:`bm25_conventions.PRESETS`), else beirx's defaults."""
+        settings = bm25_conventions.bm25_settings(preset, k1=k1, b=b, fields=fields, combine=combine,
+                                                  tie_breaker=tie_breaker, length_norm=length_norm)
         self.pack = pack
-        self.k1, self.b, self.fields, self.tie_breaker = float(k1), float(b), fields, float(tie_breaker)
+        self.k1, self.b, self.fields = settings["k1"], settings["b"], settings["fields"]
+        self.combine, self.tie_breaker = settings["combine"], settings["tie_breaker"]
+        self.length_norm = settings["length_norm"]
         self.use_cache = use_cache
         self.show_progress = show_progress
         self.doc_ids: list[str] = []
@@ -126,11 +134,16 @@ class BM25Retriever(Retriever):
         self._id_rank: np.ndarray | None = None
 
     def describe(self) -> dict[str, Any]:
+        multifield = self.fields == "multifield"
+        return {**self._index_description(), "combine": self.combine if multifield else None,
+                "tie_breaker": self.tie_breaker if multifield and self.combine == "best_fields" else None}
+
+    def _index_description(self) -> dict[str, Any]:
+        """What the index depends on (the field combination is applied at search time)."""
         bm25s = _bm25s()
 
         return {"retriever": self.name, "implementation": f"bm25s {bm25s.__version__} (method=lucene)",
-                "k1": self.k1, "b": self.b, "fields": self.fields,
-                "tie_breaker": self.tie_breaker if self.fields == "multifield" else None,
+                "k1": self.k1, "b": self.b, "fields": self.fields, "length_norm": self.length_norm,
                 "analyzer": self.pack.code}
 
     # -- indexing ------------------------------------------------------------------------------
@@ -141,7 +154,7 @@ class BM25Retriever(Retriever):
         bm25s = _bm25s()
 
         key = cache_key(_INDEX_FORMAT, dataset.checksum(), self.pack.describe(), self.k1, self.b, self.fields,
-                        bm25s.__version__)
+                        self.length_norm, bm25s.__version__)
         safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", dataset.name)
         self.index_dir = cache_dir("indexes") / f"bm25-{safe_name}-{self.pack.code}-{key}"
         if not self.use_cache:
@@ -199,7 +212,7 @@ class BM25Retriever(Retriever):
         self._fields = {}
         for field in names:
             if postings[field].num_docs:
-                bm25 = postings[field].to_bm25s(bm25s, self.k1, self.b)
+                bm25 = postings[field].to_bm25s(bm25s, self.k1, self.b, self.length_norm)
                 self._fields[field] = _FieldIndex(bm25, np.asarray(postings[field].positions, dtype=np.int64))
         log.info("indexed %d documents (%s)", len(self.doc_ids),
                  ", ".join(f"{f}: {postings[f].num_docs}" for f in names))
@@ -212,7 +225,7 @@ class BM25Retriever(Retriever):
                 fi.bm25.save(tmp / field, show_progress=False)
                 np.save(tmp / field / "positions.npy", fi.positions)
             (tmp / "doc_ids.json").write_text(json.dumps(self.doc_ids, ensure_ascii=False), encoding="utf-8")
-            seal(tmp, "COMPLETE", {**self.describe(), "num_docs": len(self.doc_ids),
+            seal(tmp, "COMPLETE", {**self._index_description(), "num_docs": len(self.doc_ids),
                                    "fields_indexed": sorted(self._fields)})  # written last: the completion marker
 
     def _load(self, source: Path) -> None:
@@ -238,6 +251,8 @@ class BM25Retriever(Retriever):
         if len(per_field) == 1:
             return per_field[0]
         stacked = np.vstack(per_field)
+        if self.combine == "sum":
+            return stacked.sum(axis=0)
         best = stacked.max(axis=0)
         return best + np.float32(self.tie_breaker) * (stacked.sum(axis=0) - best)
 

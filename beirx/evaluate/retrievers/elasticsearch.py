@@ -38,7 +38,7 @@ from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
-from beirx.evaluate.retrievers import es_bodies
+from beirx.evaluate.retrievers import bm25_conventions, es_bodies
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
@@ -352,9 +352,16 @@ def add_cli_arguments(group) -> None:
 
 def params_from_args(args) -> dict[str, Any]:
     """Constructor parameters from parsed arguments; options left at their defaults are None and so stay
-    out of the system tag (and out of result file names)."""
-    params: dict[str, Any] = {"analysis": args.es_analysis, "fields": getattr(args, "fields", "multifield"),
-                              "k1": getattr(args, "k1", 1.2), "b": getattr(args, "b", 0.75)}
+    out of the system tag (and out of result file names). k1, b, fields and the tie-breaker are the BM25
+    flags' (a ``--bm25-preset`` included); a cluster always scores with Lucene's norms and best_fields."""
+    bm25 = bm25_conventions.settings_from_args(args)
+    if bm25["length_norm"] != "lucene" or (bm25["fields"] == "multifield" and bm25["combine"] != "best_fields"):
+        raise BeirxError("--retriever elasticsearch scores with Lucene's length norms and combines fields as "
+                         "best_fields: --length-norm exact and --multifield-combine sum (pyserini-multifield) "
+                         "are for --retriever bm25")
+    params: dict[str, Any] = {"analysis": args.es_analysis, "fields": bm25["fields"], "k1": bm25["k1"], "b": bm25["b"]}
+    if bm25["fields"] == "multifield" and bm25["tie_breaker"] != bm25_conventions.DEFAULTS["tie_breaker"]:
+        params["tie_breaker"] = bm25["tie_breaker"]
     optional = {"url": (args.es_url, None), "ca_certs": (args.es_ca_certs, None), "verify": (args.es_verify, True),
                 "shards": (args.es_shards, 1), "replicas": (args.es_replicas, 0),
                 "index_prefix": (args.es_index_prefix, "beirx"), "timeout": (args.es_timeout, 120.0),

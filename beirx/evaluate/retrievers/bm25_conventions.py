@@ -1,0 +1,87 @@
+"""BM25 conventions: which fields are scored, how field scores combine, which lengths, k1 and b.
+
+Published BM25 baselines differ in these choices, not in the formula (docs/bm25.md has the SciFact figure of
+each). A named preset sets them all to one toolkit's values:
+
+- ``elasticsearch`` (beirx's default): k1 1.2, b 0.75, title and text as separate fields combined like
+  ``multi_match`` ``best_fields`` with ``tie_breaker`` 0.5 -- the query of BEIR (Thakur et al. 2021) and
+  BEIR-PL (Wojtasik et al. 2024), run on Elasticsearch;
+- ``pyserini-flat``: k1 0.9, b 0.4 (Anserini's defaults), title + " " + text in one field -- Pyserini's
+  BEIR "flat" regression (SciFact nDCG@10 0.6789, R@100 0.9253);
+- ``pyserini-multifield``: k1 0.9, b 0.4, title and text as separate fields, their scores summed (Anserini's
+  ``-fields contents=1.0 title=1.0``, a SHOULD clause per field) -- Pyserini's BEIR "multifield" regression
+  (SciFact 0.6647 / 0.9076).
+
+All three are Lucene-based, so they score with Lucene's one-byte length norms (:mod:`length_norms`).
+Explicit values override the preset's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beirx.errors import BeirxError
+from beirx.evaluate.retrievers.length_norms import LENGTH_NORMS
+
+FIELD_MODES = ("flat", "multifield")
+COMBINES = ("best_fields", "sum")
+PRESETS: dict[str, dict[str, Any]] = {
+    "elasticsearch": {"k1": 1.2, "b": 0.75, "fields": "multifield", "combine": "best_fields", "tie_breaker": 0.5},
+    "pyserini-flat": {"k1": 0.9, "b": 0.4, "fields": "flat"},
+    "pyserini-multifield": {"k1": 0.9, "b": 0.4, "fields": "multifield", "combine": "sum"},
+}
+DEFAULTS: dict[str, Any] = {**PRESETS["elasticsearch"], "length_norm": "lucene"}
+
+
+def bm25_settings(preset: str | None = None, **given: Any) -> dict[str, Any]:
+    """k1, b, fields, combine, tie_breaker and length_norm: beirx's defaults, overridden by ``preset``'s,
+    overridden by the ``given`` values that are not None. A tie-breaker given for a sum is an error."""
+    if preset is not None and preset not in PRESETS:
+        raise BeirxError(f"unknown BM25 preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+    unknown = set(given) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown BM25 settings: {', '.join(sorted(unknown))}")
+    explicit = {k: v for k, v in given.items() if v is not None}
+    settings = {**DEFAULTS, **PRESETS.get(preset or "elasticsearch", {}), **explicit}
+    for key, allowed in (("fields", FIELD_MODES), ("combine", COMBINES), ("length_norm", LENGTH_NORMS)):
+        if settings[key] not in allowed:
+            raise BeirxError(f"BM25 {key} must be one of {', '.join(allowed)}, got {settings[key]!r}")
+    if settings["combine"] == "sum" and "tie_breaker" in explicit:
+        raise BeirxError("a tie-breaker applies to --multifield-combine best_fields only, not to sum")
+    settings.update(k1=float(settings["k1"]), b=float(settings["b"]), tie_breaker=float(settings["tie_breaker"]))
+    return settings
+
+
+def add_arguments(group) -> None:
+    """``beirx eval`` flags of the BM25 conventions; unset flags stay None so a preset can fill them."""
+    from beirx.argtypes import non_negative_float, unit_float
+
+    def default(key: str) -> str:
+        return f"default {DEFAULTS[key]}"
+
+    group.add_argument("--bm25-preset", choices=tuple(PRESETS), default=None,
+                       help="set k1, b, fields and the field combination as one toolkit does (docs/bm25.md): "
+                            "elasticsearch (the default values: BEIR's, BEIR-PL's), pyserini-flat (SciFact "
+                            "nDCG@10 0.6789), pyserini-multifield (0.6647); flags given as well override it")
+    group.add_argument("--k1", type=non_negative_float, default=None, help=f"BM25 k1 ({default('k1')})")
+    group.add_argument("--b", type=unit_float, default=None, help=f"BM25 b ({default('b')})")
+    group.add_argument("--fields", choices=FIELD_MODES, default=None,
+                       help="flat: title + text in one field; multifield: title and text scored as separate "
+                            f"fields ({default('fields')})")
+    group.add_argument("--multifield-combine", choices=COMBINES, default=None,
+                       help="how multifield combines the field scores: best_fields (Elasticsearch multi_match: "
+                            "the best field + tie-breaker x the others; BEIR, BEIR-PL) or sum (Anserini/Pyserini "
+                            f"multifield) ({default('combine')})")
+    group.add_argument("--tie-breaker", type=unit_float, default=None,
+                       help=f"best_fields tie-breaker ({default('tie_breaker')}, BEIR's)")
+    group.add_argument("--length-norm", choices=LENGTH_NORMS, default=None,
+                       help="lucene: document lengths as Lucene's one-byte norms, as Lucene, Elasticsearch, "
+                            "OpenSearch, Anserini and Pyserini score (default); exact: true lengths, as bm25s "
+                            "and rank_bm25 score (and beirx did before this option)")
+
+
+def settings_from_args(args) -> dict[str, Any]:
+    """:func:`bm25_settings` of parsed ``beirx eval`` flags (argparse namespaces without them give defaults)."""
+    return bm25_settings(getattr(args, "bm25_preset", None), k1=getattr(args, "k1", None), b=getattr(args, "b", None),
+                         fields=getattr(args, "fields", None), combine=getattr(args, "multifield_combine", None),
+                         tie_breaker=getattr(args, "tie_breaker", None), length_norm=getattr(args, "length_norm", None))
