@@ -18,18 +18,16 @@ import json
 import os
 import random
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from beirx.language_packs import get_pack, list_packs
 from beirx.language_packs.tokenizer import tokenize_raw
+from tests.lucene_java import JavaHarness, skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "tools" / "lucene_analyze" / "LuceneAnalyze.java"
-JAR_DIR = Path("/usr/share/java")
 JAR_PREFIXES = ("lucene-core-8", "lucene-analyzers-common-8", "lucene-analyzers-stempel-8")
 DATA = Path(os.environ.get("BEIRX_SHARED", REPO.parent / "shared")) / "data"
 
@@ -46,20 +44,8 @@ FUZZ_ALPHABET = (list("aZ1\u0663.,:;'\"\u2019_- /\u0301\u200d\ufe0f\u20e3#*\u00a
                     "\U0001f3fd", "\U0001f1f5", "\U0001f1f1", "\u24c2", "\U000e0067", "\U000e007f", "\u066c"])
 
 
-def _jars() -> list[str]:
-    return [m[0] for p in JAR_PREFIXES if (m := sorted(glob.glob(str(JAR_DIR / f"{p}*.jar"))))]
-
-
-def _skip_reason() -> str | None:
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            return f"{tool} not found (CI installs apt packages default-jdk-headless liblucene8-java)"
-    if len(_jars()) < len(JAR_PREFIXES):
-        return f"Lucene 8 jars {', '.join(JAR_PREFIXES)} not all in {JAR_DIR} (apt package liblucene8-java)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
+_SKIP = skip_reason(JAR_PREFIXES)
+pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 
 class Lucene:
@@ -67,14 +53,10 @@ class Lucene:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self.classpath = ":".join([*_jars(), str(workdir)])
-        fast_jvm = ["-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]  # short runs: skip the optimising JIT
-        subprocess.run(["javac", *fast_jvm, "-d", str(workdir), "-cp", self.classpath, str(HARNESS)], check=True)
+        self._harness = JavaHarness(HARNESS, workdir, JAR_PREFIXES)
 
     def _run(self, args: list[str], data: str) -> list[str]:
-        cmd = ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", self.classpath, "LuceneAnalyze", *args]
-        out = subprocess.run(cmd, input=data.encode("utf-8"), capture_output=True, check=True).stdout
-        return out.decode("utf-8").split("\n")[:-1]
+        return self._harness.run(args, data)
 
     def analyze(self, specs: list[list[str]], lines: list[str]) -> list[list[list[str]]]:
         """Token lists per line, for each analyzer spec (one JVM for all)."""
