@@ -154,8 +154,8 @@ def test_presets_explicit_values_and_contradictions():
     assert bm25_settings() == {"k1": 1.2, "b": 0.75, "fields": "multifield", "combine": "best_fields",
                                "tie_breaker": 0.5, "length_norm": "lucene"}
     assert bm25_settings("elasticsearch") == bm25_settings()
-    assert bm25_settings("pyserini-flat") | {"combine": None} == {
-        "k1": 0.9, "b": 0.4, "fields": "flat", "combine": None, "tie_breaker": 0.5, "length_norm": "lucene"}
+    assert bm25_settings("pyserini-flat") == {  # the combination does not apply to one field
+        "k1": 0.9, "b": 0.4, "fields": "flat", "combine": "best_fields", "tie_breaker": 0.5, "length_norm": "lucene"}
     overridden = bm25_settings("pyserini-flat", k1=1.5, length_norm="exact")
     assert (overridden["k1"], overridden["b"], overridden["length_norm"]) == (1.5, 0.4, "exact")
     with pytest.raises(BeirxError, match="tie-breaker applies to --multifield-combine best_fields only"):

@@ -21,7 +21,7 @@ A grid file (TOML, or YAML with the same keys)::
 
     [[systems]]
     name = "bm25"
-    retriever = "bm25"               # other keys are the retriever's parameters (k1, b, fields ...)
+    retriever = "bm25"               # other keys are the retriever's parameters (k1, b, fields, preset ...)
 
     [[systems]]
     name = "hybrid"

@@ -1,12 +1,12 @@
 """Lucene's one-byte document-length norms, so the embedded BM25 scores what Lucene scores.
 
-Lucene (>= 7, so Elasticsearch, OpenSearch, Anserini and Pyserini) does not keep a document's field
-length: ``BM25Similarity.computeNorm`` stores ``SmallFloat.intToByte4(length)``, one byte, and the scorer
-uses the decoded length ``SmallFloat.byte4ToInt(norm)`` in ``k1 * (1 - b + b * dl / avgdl)``. Lengths 0-23
-are stored as themselves; above that, ``length - 24`` becomes a float with 4 significant bits, rounded down:
-lengths up to 40 survive exactly, then 41 -> 40, 43 -> 42, 100 -> 96, 1000 -> 984.
-``avgdl`` stays exact (sum of lengths / documents with the field). Ported from
-``org.apache.lucene.util.SmallFloat`` (Lucene 8 and 9 share it).
+Lucene (so Elasticsearch, OpenSearch, Anserini and Pyserini) does not keep a document's field length:
+``BM25Similarity.computeNorm`` stores ``SmallFloat.intToByte4(length)``, one byte, and the scorer uses the
+decoded length ``SmallFloat.byte4ToInt(norm)`` in ``k1 * (1 - b + b * dl / avgdl)``. Lengths 0-23 are
+stored as themselves; above that, ``length - 24`` becomes a float with 4 significant bits, rounded down:
+lengths up to 40 survive exactly, then 41 -> 40, 43 -> 42, 100 -> 96, 1000 -> 984. ``avgdl`` stays exact
+(sum of lengths / documents with the field). Ported from ``org.apache.lucene.util.SmallFloat`` (Lucene 8
+and 9 share it; tests/test_bm25_lucene.py compares every length up to 70,000 with Lucene 8.7's).
 """
 
 from __future__ import annotations
