@@ -13,7 +13,8 @@ pytrec_eval and a TREC run file written. CPU = user + system time of the child p
 * ``Lucene``: EnglishAnalyzer + BM25Similarity(1.2, 0.75) in a ByteBuffersDirectory through JPype, each
   query a BooleanQuery of SHOULD TermQuery clauses of its analysed terms (an Elasticsearch ``match``).
 
-Targets: beirx CPU <= bm25s CPU, and Lucene CPU / beirx CPU >= 4.
+Targets: beirx CPU <= bm25s CPU, and Lucene CPU / beirx CPU >= 4. beirx and Lucene should print the same
+nDCG@10 (same tokens and, by default, Lucene's length norms; docs/bm25.md).
 
 Run:  python benchmarks/bm25_cold.py [--scifact ../shared/data/beir/scifact] [--repeats 3] [--lucene-jars /usr/share/java]
 """
