@@ -101,7 +101,7 @@ def mteb_phase(args, spec, label: str):
 
 def beirx_phase(args, dataset, spec):
     from beirx.evaluate.runner import run_experiment
-    from beirx.evaluate.systems import SystemSpec
+    from beirx.evaluate.specs import SystemSpec
     from beirx.language_packs import get_pack
 
     start = time.perf_counter()

@@ -30,7 +30,7 @@ def main() -> None:
         os.environ["BEIRX_HOME"] = home
         from beirx.data.dataset import BeirDataset
         from beirx.evaluate.runner import run_experiment
-        from beirx.evaluate.systems import SystemSpec
+        from beirx.evaluate.specs import SystemSpec
         from beirx.language_packs import get_pack
 
         pack = get_pack(args.lang)

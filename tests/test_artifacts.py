@@ -20,7 +20,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.resolve import resolve_dataset
 from beirx.errors import DataError
 from beirx.evaluate.metrics import evaluate
-from beirx.evaluate.results import build_results
+from beirx.evaluate.outputs import build_results
 from beirx.language_packs import get_pack
 
 REPO_DOCS = BEFORE_V2.parents[2] / "docs" / "schema.md"

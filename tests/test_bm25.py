@@ -175,7 +175,7 @@ def _systems(*flags):
 
 
 def test_command_line_presets_and_file_names():
-    from beirx.evaluate.systems import SystemSpec
+    from beirx.evaluate.specs import SystemSpec
 
     [default] = _systems("--retriever", "bm25")
     assert default == SystemSpec("bm25", {"k1": 1.2, "b": 0.75, "fields": "multifield"})  # file names unchanged

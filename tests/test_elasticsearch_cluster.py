@@ -19,7 +19,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError
 from beirx.evaluate.runner import run_experiment
-from beirx.evaluate.systems import SystemSpec
+from beirx.evaluate.specs import SystemSpec
 from beirx.evaluate.retrievers import es_cluster
 from beirx.evaluate.retrievers.bm25 import BM25Retriever
 from beirx.evaluate.retrievers.elasticsearch import ElasticsearchRetriever

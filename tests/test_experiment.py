@@ -8,7 +8,7 @@ import pytest
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate.runner import Stages, result_stem, run_experiment
-from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.rerankers import RERANKERS

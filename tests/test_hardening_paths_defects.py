@@ -206,7 +206,7 @@ def test_translate_writes_no_carriage_returns_into_logs(ds, tmp_path, capsys, ca
 # -- results card labels ----------------------------------------------------------------------------
 def test_results_labels_distinguish_grid_systems(ds, tmp_path):
     """bm25 flat and multifield, a fusion and a reranker each get their own label in results (and so cards)."""
-    from beirx.evaluate.systems import FusionSpec, RerankSpec, SystemSpec
+    from beirx.evaluate.specs import FusionSpec, RerankSpec, SystemSpec
 
     flat, multi = SystemSpec("bm25", {"fields": "flat"}), SystemSpec("bm25", {"fields": "multifield"})
     fused = FusionSpec([flat, multi], "rrf")

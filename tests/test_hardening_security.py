@@ -14,7 +14,7 @@ import pytest
 from beirx.cli import main
 from beirx.data.language import dataset_language
 from beirx.errors import BeirxError
-from beirx.evaluate.systems import SystemSpec
+from beirx.evaluate.specs import SystemSpec
 from beirx.redact import redact_text, redact_url
 from tests.conftest import write_beir
 from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of

@@ -16,7 +16,7 @@ from beirx.language_packs import LanguagePack, get_pack, list_packs
 from beirx.language_packs.porter import porter_stem
 from beirx.language_packs.stemmers import known_stemmers, make_stemmer
 from beirx.language_packs.tokenizer import MAX_TOKEN_LENGTH, chunker, java_lower, tokenize, tokenize_raw
-from beirx.models.defaults import KINDS, default_model
+from beirx.models.default_models import KINDS, default_model
 from beirx.models.relevance_tokens import relevance_tokens
 
 SNOWBALL_CODES = ("es", "ca", "gl", "de", "fr", "it", "pt", "nl", "ru")

@@ -12,7 +12,7 @@ from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.evaluate.runner import run_experiment
-from beirx.evaluate.systems import SystemSpec
+from beirx.evaluate.specs import SystemSpec
 from beirx.language_packs import get_pack
 from beirx.publish.mteb_results import dataset_revision, model_folder, mteb_scores, write_mteb_results
 

@@ -24,7 +24,7 @@ from beirx.cli import main  # noqa: E402
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
 from beirx.evaluate.runner import run_experiment
-from beirx.evaluate.systems import SystemSpec  # noqa: E402
+from beirx.evaluate.specs import SystemSpec  # noqa: E402
 from beirx.evaluate.metrics import evaluate  # noqa: E402
 from beirx.language_packs import get_pack  # noqa: E402
 from beirx.publish.mteb_task import local_task  # noqa: E402

@@ -11,7 +11,7 @@ from beirx.cli import build_parser, main
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError
 from beirx.evaluate.plan import systems_from_args
-from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 
 # What legitimately differs between two runs of the same experiment.
 _VOLATILE = ("created", "timings_seconds", "efficiency")

@@ -51,7 +51,7 @@ from typing import Any
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults
-from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
 _FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}

@@ -43,11 +43,11 @@ from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.metrics import DEFAULT_K, evaluate
 from beirx.evaluate.plan import DatasetTarget, Plan
-from beirx.evaluate.results import build_results, write_results
+from beirx.evaluate.outputs import build_results, write_results
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run, drop_identical_ids, read_trec, truncate, write_trec
-from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 from beirx.language_packs import LanguagePack, get_pack
 from beirx.provenance import Timer
 
@@ -273,7 +273,7 @@ class Stages:
 
 def reranker_model(name: str, model: str | None, pack: LanguagePack) -> str:
     """The model of reranker ``name``: ``model`` or the language's default (:func:`default_model`)."""
-    from beirx.models.defaults import default_model
+    from beirx.models.default_models import default_model
 
     model = model or default_model(name, pack.code)
     if not model:
@@ -286,7 +286,7 @@ def check_models(systems: list, pack: LanguagePack) -> None:
     """Fail before any work when a model some system needs (a dense retriever's or a reranker's, given or the
     language's default) is missing: no default for ``pack``, not a folder, not on the Hub or in its local
     cache when offline. Otherwise a grid would stop after hours of first-stage work."""
-    from beirx.models.defaults import default_model
+    from beirx.models.default_models import default_model
     from beirx.models.files import resolve_model
 
     wanted = set()

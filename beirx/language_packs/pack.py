@@ -35,7 +35,7 @@ _POSSESSIVE_MARKS = ("'", "\u2019", "\uff07")  # EnglishPossessiveFilter's apost
 
 @dataclass(frozen=True, eq=False)
 class LanguagePack:
-    """How one language is analysed for lexical retrieval (default models: :mod:`beirx.models.defaults`).
+    """How one language is analysed for lexical retrieval (default models: :mod:`beirx.models.default_models`).
 
     Declared as data in :mod:`beirx.language_packs.packs`; unknown languages get a generic pack
     (tokenize + lowercase only).

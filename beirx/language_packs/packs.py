@@ -3,7 +3,7 @@
 Analysis chains follow Lucene/Elasticsearch (see pack.py); stop-word lists are Lucene 8.7's
 defaults for the language (files in stopwords/). Polish stems with Stempel = Lucene's PolishAnalyzer /
 ES analysis-stempel; English is the EnglishAnalyzer chain of the BEIR (Thakur et al., 2021) baselines.
-Default models per language live in :mod:`beirx.models.defaults`.
+Default models per language live in :mod:`beirx.models.default_models`.
 """
 
 from __future__ import annotations

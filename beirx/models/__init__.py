@@ -10,7 +10,7 @@ Modules (nothing heavy is imported here: ``beirx --help`` stays instant):
 - :mod:`~beirx.models.device`: ``cuda`` when available, else ``cpu``; an explicit ``--device`` is validated;
 - :mod:`~beirx.models.loaded`: the process-wide cache of loaded models;
 - :mod:`~beirx.models.prompts`: a model's query/passage prompts;
-- :mod:`~beirx.models.defaults`: the default model of each kind per language (``default_model``);
+- :mod:`~beirx.models.default_models`: the default model of each kind per language (``default_model``);
 - :mod:`~beirx.models.relevance_tokens`: monoT5 relevance tokens per checkpoint and language;
 - :mod:`~beirx.models.embeddings_cache`: memory-mapped embedding matrices on disk (dense retrieval and
   translation quality).

@@ -11,7 +11,7 @@ recipe, not on the model architecture:
 
 ``relevance_tokens`` looks the checkpoint up first (by a name fragment, so local copies named after
 the Hub id match too), then falls back to the language's default. These are model knowledge, so they live
-in :mod:`beirx.models` beside the default models (:mod:`beirx.models.defaults`).
+in :mod:`beirx.models` beside the default models (:mod:`beirx.models.default_models`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ it. Modules, one job each:
 - :mod:`~beirx.train.negatives`: BM25 hard negatives with the language pack's analyzer, never a judged positive;
 - :mod:`~beirx.train.options`: the training parameters shared by both trainers;
 - :mod:`~beirx.train.checkpoints`: where checkpoints go, the last one to resume from, a run's identity;
-- :mod:`~beirx.train.progress`: loss in log lines when no progress bar is shown;
+- :mod:`~beirx.train.trainer_progress`: loss in log lines when no progress bar is shown;
 - :mod:`~beirx.train.session`: what both trainers share (data, arguments, resume, save, card);
 - :mod:`~beirx.train.bi_encoder`: sentence-transformers training with MultipleNegativesRankingLoss;
 - :mod:`~beirx.train.cross_encoder`: CrossEncoder training with BinaryCrossEntropyLoss;

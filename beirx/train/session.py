@@ -24,7 +24,7 @@ from beirx.errors import BeirxError, require
 from beirx.language_packs import LanguagePack, get_pack
 from beirx.models.device import choose_device
 from beirx.models.files import ModelFiles, resolve_model
-from beirx.train import card, checkpoints, progress
+from beirx.train import card, checkpoints, trainer_progress
 from beirx.train.examples import Example, all_judged_positives, document_texts, positive_pairs, query_texts
 from beirx.train.negatives import BM25Miner
 from beirx.train.options import TrainOptions
@@ -156,7 +156,7 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
     checkpoints.claim(opts.output, {"kind": kind, "base_model": base.name, "base_revision": base.revision,
                                     "dataset_checksum": data.dataset.checksum(), "split": opts.split,
                                     "language": data.lang, **opts.training_parameters()})
-    progress.configure(trainer, show_progress)
+    trainer_progress.configure(trainer, show_progress)
     for callback in callbacks:
         trainer.add_callback(callback)
     resume = checkpoints.last_checkpoint(opts.output)

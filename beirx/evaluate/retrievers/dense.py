@@ -16,7 +16,7 @@ passage prompt, max length, similarity, precision and the corpus file's checksum
 
 Device: :func:`beirx.models.device.choose_device` (CUDA when available, fp16 weights there, recorded as
 ``precision``; else CPU in fp32). The model is loaded once per process (:mod:`beirx.models.loaded`). Without
-``--model`` the language's default dense model is used (:func:`beirx.models.defaults.default_model`).
+``--model`` the language's default dense model is used (:func:`beirx.models.default_models.default_model`).
 With ``backend="onnx"`` (``--dense-backend onnx [--quantize int8]``) the model runs on ONNX Runtime on the
 CPU (:mod:`beirx.models.onnx_encoder`; precision ``onnx-int8`` / ``onnx-float32``); GPUs keep torch fp16.
 """
@@ -45,7 +45,7 @@ from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
-from beirx.models.defaults import default_model
+from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
 from beirx.models.files import resolve_model

@@ -29,7 +29,7 @@ from typing import Any
 
 from beirx.checksums import files_checksum
 from beirx.errors import BeirxError
-from beirx.models.defaults import default_model as language_default
+from beirx.models.default_models import default_model as language_default
 from beirx.translate.backends.base import Translator
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def legacy_revision(model: str) -> str | None:
 
 
 def default_model(src: str, tgt: str) -> str:
-    """The default translation model of the target language (:mod:`beirx.models.defaults`; from English only)."""
+    """The default translation model of the target language (:mod:`beirx.models.default_models`; from English only)."""
     model = language_default("translation_from_en", tgt) if src == "en" else None
     if model:
         return model
