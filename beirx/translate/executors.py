@@ -1,18 +1,16 @@
 """Who translates the batches: this process, or replicas of the translator on Ray (``--executor ray``).
 
-An executor maps claimed batches ``(key, segments)`` to ``(key, segments, translations)`` in any order;
-the pipeline owns the plan, the memory, leases and commits, so every executor translates exactly the
-batches a single process would and the output bytes do not depend on the executor.
+An executor maps claimed batches ``(key, segments)`` to ``(key, segments, translations)`` in any order
+(:mod:`beirx.translate.work`); the pipeline owns the plan, the memory, leases and commits, so every executor
+translates exactly the batches a single process would and the output bytes do not depend on the executor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 
 from beirx.translate.backends.base import Translator
-
-Work = Iterable[tuple[str, list[str]]]
-Done = Iterator[tuple[str, list[str], list[str]]]
+from beirx.translate.work import Done, Executor, Work
 
 
 class LocalExecutor:
@@ -29,7 +27,8 @@ class LocalExecutor:
         pass
 
 
-def make_executor(name: str, translator: Translator, factory: Callable[[], Translator] | None = None, **options):
+def make_executor(name: str, translator: Translator, factory: Callable[[], Translator] | None = None,
+                  **options) -> Executor:
     """``local`` (this process) or ``ray`` (replicas built by ``factory`` on Ray; see :mod:`.ray_executor`)."""
     if name == "local":
         return LocalExecutor(translator)
