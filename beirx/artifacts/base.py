@@ -19,6 +19,7 @@ code.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import logging
 import types
@@ -30,6 +31,11 @@ from beirx.atomic import write_json
 from beirx.errors import DataError
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def utc_now() -> str:
+    """Every artifact's ``created`` timestamp: UTC, ISO 8601, whole seconds."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def fld(doc: str, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.base import Artifact, fld
-from beirx.artifacts.results import now
+from beirx.artifacts.base import Artifact, fld, utc_now
 
 SCHEMA = "beirx.generation/1"
 FILENAME = "generation.json"
@@ -55,7 +54,7 @@ class GenerationManifest(Artifact):
     counts: dict[str, int] = fld("documents, skipped (empty) documents, queries, from cache, generated")
     timings: dict[str, float] = fld("seconds per step and in total")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
-    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=now)
+    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
 
     @classmethod
     def path_in(cls, root: Path | str) -> Path:

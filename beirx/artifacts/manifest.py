@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.base import Artifact, fld, optional
-from beirx.artifacts.results import now
+from beirx.artifacts.base import Artifact, fld, optional, utc_now
 
 SCHEMA = "beirx.translation/2"
 FORMAT = 2
@@ -83,7 +82,7 @@ class TranslationManifest(Artifact):
     cost: dict[str, Any] | None = optional("paid backends: estimated_usd, max_cost_usd, characters_estimated, "
                                            "characters_sent, spent_usd (list price)")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
-    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=now)
+    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
 
     @property
     def family(self) -> str:

@@ -13,21 +13,15 @@ figures are derived from the timings.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from beirx.artifacts.base import Artifact, fld, optional
+from beirx.artifacts.base import Artifact, fld, optional, utc_now
 
 SCHEMA = "beirx.results/2"
 SCHEMA_V1 = "beirx.results/1"
 KINDS = ("retriever", "fusion", "rerank", "run_file")
-
-
-def now() -> str:
-    """The ``created`` timestamp: UTC, ISO 8601, whole seconds."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(kw_only=True)
@@ -111,7 +105,7 @@ class ResultsDocument(Artifact):
     KIND = "results document"
 
     schema: str = fld("format identifier", default=SCHEMA)
-    created: str = fld("UTC time the file was written (ISO 8601)", default_factory=now)
+    created: str = fld("UTC time the file was written (ISO 8601)", default_factory=utc_now)
     dataset: DatasetRef = fld("the corpus and qrels evaluated on (and the query language)")
     query_dataset: DatasetRef | None = optional("where the queries came from in a cross-lingual pair, else null")
     system: SystemRef = fld("the evaluated system")

@@ -18,11 +18,11 @@ import stat
 import sys
 import zipfile
 import zlib
-from datetime import datetime, timezone
 from pathlib import Path
 
 
 from beirx import __version__
+from beirx.artifacts.base import utc_now
 from beirx.atomic import sibling_temp_dir
 from beirx.data.beir_io import find_file
 from beirx.errors import BeirxError
@@ -102,7 +102,7 @@ def safe_extract(archive: Path | str, target: Path | str, *, subdirs: tuple[str,
         root = _content_root(tmp)
         _check_layout(root, subdirs, archive)
         marker = {"archive": archive.name, **(provenance or {}), "files": sum(1 for _ in root.rglob("*")),
-                  "extracted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "beirx": __version__}
+                  "extracted_at": utc_now(), "beirx": __version__}
         (root / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         try:
             os.rename(root, target)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx import __version__
-from beirx.artifacts.results import now
+from beirx.artifacts.base import utc_now
 from beirx.atomic import atomic_writer
 from beirx.data.front_matter import with_front_matter
 from beirx.models.files import ModelFiles
@@ -31,7 +31,7 @@ def training_record(kind: str, base: ModelFiles, data: dict[str, Any], parameter
     """The card's ``beirx`` block (JSON-able)."""
     return {"kind": kind, "base_model": {"name": base.name, "revision": base.revision, "local": base.local}, "training_data": data,
             "parameters": parameters, "seed": parameters["seed"], "loss": loss, "prompts": prompts,
-            "training": run, "beirx_version": __version__, "versions": environment_versions(), "created": now()}
+            "training": run, "beirx_version": __version__, "versions": environment_versions(), "created": utc_now()}
 
 
 def _front_matter(record: dict[str, Any]) -> dict[str, Any]:
