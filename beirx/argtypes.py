@@ -1,4 +1,4 @@
-"""argparse value types that range-check numbers and check paths, so a bad value fails before any work.
+"""argparse value types that range-check numbers, check paths and split lists, so a bad value fails before any work.
 
 argparse reports a failed type as ``beirx eval: error: argument --top-k: ...`` with exit code 2.
 """
@@ -21,56 +21,24 @@ def _number(kind, text: str):
     return value
 
 
-def positive_int(text: str) -> int:
-    value = _number(int, text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _checked(kind, holds, requirement: str, name: str):
+    """An argparse type: a number of ``kind`` for which ``holds(value)``, else "must be ``requirement``"."""
+    def parse(text: str):
+        value = _number(kind, text)
+        if not holds(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {value}")
+        return value
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    value = _number(int, text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = _number(float, text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(float, text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
-    return value
-
-
-def unit_float(text: str) -> float:
-    """A number in [0, 1] (BM25's b)."""
-    value = _number(float, text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
-
-
-def existing_file(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text}: no such file")
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text}: expected a file, found a folder or special file")
-    return path
-
-
-def existing_dir(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: {'not a folder' if path.exists() else 'no such folder'}")
-    return path
+positive_int = _checked(int, lambda v: v >= 1, "at least 1", "positive_int")
+non_negative_int = _checked(int, lambda v: v >= 0, "0 or more", "non_negative_int")
+non_negative_float = _checked(float, lambda v: v >= 0, "0 or more", "non_negative_float")
+positive_float = _checked(float, lambda v: v > 0, "more than 0", "positive_float")
+unit_float = _checked(float, lambda v: 0 <= v <= 1, "between 0 and 1", "unit_float")
+"""A number in [0, 1] (BM25's b)."""
 
 
 def output_dir(text: str) -> Path:
