@@ -1,4 +1,5 @@
-"""argparse value types that range-check numbers, check paths and split lists, so a bad value fails before any work.
+"""argparse value types (range-checked numbers, an output folder, comma lists, ``KEY=VALUE`` options), so a bad
+value fails before any work and every command reads a value the same way.
 
 argparse reports a failed type as ``beirx eval: error: argument --top-k: ...`` with exit code 2.
 """
@@ -47,3 +48,18 @@ def output_dir(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: exists and is not a folder")
     return path
+
+
+def comma_list(text: str) -> list[str]:
+    """A comma-separated list (``corpus,queries``), items stripped, empty items dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def key_value(text: str) -> tuple[str, str | bool]:
+    """One ``KEY=VALUE`` backend option (repeatable flags collect them: ``dict(args.x)``). Values stay strings
+    for the backend to convert, except ``true``/``false``, which become booleans."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    value = value.strip()
+    return key.strip(), {"true": True, "false": False}.get(value.lower(), value)

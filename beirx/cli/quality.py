@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import non_negative_int, positive_int
+from beirx.argtypes import comma_list, key_value, non_negative_int, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", default="sentence-transformers/LaBSE",
                         help="multilingual sentence-transformers model, Hub id or folder (default LaBSE, as BEIR-PL)")
     parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
-    parser.add_argument("--fields", default="queries,corpus", help="comma-separated: queries, corpus (default both)")
+    parser.add_argument("--fields", default="queries,corpus", type=comma_list,
+                        help="comma-separated: queries, corpus (default both)")
     parser.add_argument("--sample", type=non_negative_int, default=100, help="pairs per field for manual review (default 100)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every random sample (default 0)")
     parser.add_argument("--max-items", type=positive_int, help="score a seeded random subset of at most N items per field")
@@ -34,21 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roundtrip-translator", metavar="NAME", help="back-translate a sample with this backend "
                                                                        "(e.g. apertium) and report chrF")
     parser.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
-    parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
                         help="option of the round-trip backend (repeatable)")
     parser.add_argument("--roundtrip-sample", type=non_negative_int, default=200, help="items per field to back-translate (default 200)")
     parser.add_argument("--output", type=Path, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
-
-
-def _options(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise BeirxError(f"--roundtrip-option expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def run(args) -> int:
@@ -71,10 +62,10 @@ def run(args) -> int:
     roundtrip = None
     if args.roundtrip_translator:
         cls = TRANSLATORS.get(args.roundtrip_translator)
-        roundtrip = cls(lang, src, args.roundtrip_model, **_options(args.roundtrip_option))
-    fields = tuple(f.strip() for f in args.fields.split(",") if f.strip())
+        roundtrip = cls(lang, src, args.roundtrip_model, **dict(args.roundtrip_option))
     report = run_quality(source, translated, args.output, encoder=args.encoder, encoder_revision=args.encoder_revision,
-                         src_lang=src, tgt_lang=lang, fields=fields, sample_size=args.sample, seed=args.seed,
+                         src_lang=src, tgt_lang=lang, fields=tuple(args.fields), sample_size=args.sample,
+                         seed=args.seed,
                          roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
                          batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
                          show_progress=show_progress(args))

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
-def _metrics(text: str) -> list[str]:
-    return [m.strip() for m in text.split(",") if m.strip()]
+from beirx.argtypes import comma_list
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=Path, default=Path("report"), help="report folder (default ./report)")
     parser.add_argument("--metric", default="NDCG@10",
                         help="metric of the systems table, plots and quality analysis (default NDCG@10)")
-    parser.add_argument("--language-metrics", type=_metrics, default=["NDCG@10", "Recall@100"],
+    parser.add_argument("--language-metrics", type=comma_list, default=["NDCG@10", "Recall@100"],
                         help="comma-separated metrics of the languages table (default NDCG@10,Recall@100)")
     parser.add_argument("--baseline", default="bm25",
                         help="baseline system label (default bm25; else the first BM25 retriever)")

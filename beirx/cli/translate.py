@@ -22,7 +22,7 @@ import json
 import logging
 from pathlib import Path
 
-from beirx.argtypes import non_negative_float, output_dir, positive_int
+from beirx.argtypes import comma_list, key_value, non_negative_float, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -37,9 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="backend: hf, ctranslate2, apertium, google, deepl (default hf)")
     parser.add_argument("--model", help="backend model: Hub id or folder (hf, ctranslate2), Apertium mode "
                                         "(e.g. eng-cat_valencia); default: the language pack's model")
-    parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
                         help="backend option, repeatable (e.g. beam_size=1, device=cuda, compute_type=int8)")
-    parser.add_argument("--fields", default="corpus,queries",
+    parser.add_argument("--fields", default="corpus,queries", type=comma_list,
                         help="comma-separated fields to translate; the others are copied (default corpus,queries)")
     parser.add_argument("--batch-size", type=positive_int, help="segments per backend call (default: the backend's)")
     parser.add_argument("--limit", type=positive_int, help="translate only the first N records of each field (a preview)")
@@ -49,8 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbatim", default="auto", choices=("auto", "placeholders", "split", "off"),
                         help="keep URLs/e-mails/numbers/code verbatim: placeholders the backend keeps, splitting "
                              "around them, or off (default auto: placeholders if the backend keeps them)")
-    parser.add_argument("--verbatim-kinds", help="comma-separated subset of url,email,number,code "
-                                                 "(default: all with placeholders, url,email with split)")
+    parser.add_argument("--verbatim-kinds", type=comma_list,
+                        help="comma-separated subset of url,email,number,code (default: all with placeholders, "
+                             "url,email with split)")
     parser.add_argument("--max-segment-tokens", type=positive_int,
                         help="cut segments to at most this many model tokens (default and cap: the model's limit)")
     parser.add_argument("--dry-run", action="store_true",
@@ -79,22 +80,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "exceeds it")
 
 
-def parse_options(pairs: list[str]) -> dict[str, object]:
-    """``KEY=VALUE`` pairs; values stay strings (backends convert), except true/false."""
-    options: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BeirxError(f"--translator-option expects KEY=VALUE, got {pair!r}")
-        value = value.strip()
-        options[key.strip()] = {"true": True, "false": False}.get(value.lower(), value)
-    return options
-
-
-def _fields(text: str) -> tuple[str, ...]:
-    return tuple(f.strip() for f in text.split(",") if f.strip())
-
-
 def default_output(dataset, lang: str, limit: int | None) -> Path:
     from beirx.data.cache import dataset_dir
 
@@ -105,7 +90,7 @@ def default_output(dataset, lang: str, limit: int | None) -> Path:
 def run(args) -> int:
     from beirx.data.cache import cache_dir
     from beirx.data.resolve import resolve_dataset
-    from beirx.translate import pipeline
+    from beirx.translate import budget, pipeline
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.memory import TranslationMemory
     from beirx.translate.shards import Shard, shard_count
@@ -113,15 +98,13 @@ def run(args) -> int:
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
     # Backend, options and credential first: a typo or a missing key fails before any download or segmenting.
-    translator = TRANSLATORS.get(args.translator)(args.src, args.lang, args.model,
-                                                  **parse_options(args.translator_option))
-    paid = bool(getattr(translator, "cost_per_million_chars", None))
-    if paid and not args.dry_run:
-        translator._credential()
+    translator = TRANSLATORS.get(args.translator)(args.src, args.lang, args.model, **dict(args.translator_option))
+    if not args.dry_run:
+        translator.check_ready()
     dataset = resolve_dataset(args.dataset, lang=args.src)
-    kinds = _fields(args.verbatim_kinds) if args.verbatim_kinds else None
+    kinds = tuple(args.verbatim_kinds) if args.verbatim_kinds else None
     memory_path = args.memory or cache_dir("translation_memory") / "memory.sqlite"
-    common = {"fields": _fields(args.fields), "limit": args.limit, "verbatim": args.verbatim,
+    common = {"fields": tuple(args.fields), "limit": args.limit, "verbatim": args.verbatim,
               "verbatim_kinds": kinds, "max_segment_tokens": args.max_segment_tokens}
     progress = show_progress(args)
     if args.shard and args.assemble is not None:
@@ -130,9 +113,8 @@ def run(args) -> int:
         with TranslationMemory(memory_path) as memory:
             print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
         return 0
-    if paid and args.shard and args.max_cost is None:
-        raise BeirxError(f"{args.translator} is a paid service: pass --max-cost USD for each shard (the estimate of "
-                         "the whole dataset is printed by --dry-run)")
+    if args.shard:
+        budget.require_cap(translator, args.max_cost)
     with _executor(args, translator) as executor:
         if args.shard:
             shard = Shard.parse(args.shard)
@@ -146,17 +128,17 @@ def run(args) -> int:
         assemble = (args.assemble or shard_count(memory_path)) if args.assemble is not None else None
         output = args.output or default_output(dataset, args.lang, args.limit)
         with TranslationMemory(memory_path) as memory:
-            budget = _check_budget(pipeline.dry_run(dataset, translator, memory, **common), args) if paid else None
+            paid_run = budget.Budget.of(pipeline.dry_run(dataset, translator, memory, **common), translator,
+                                        args.max_cost) if budget.is_paid(translator) else None
+            if paid_run:
+                print(paid_run.summary())
+                paid_run.check()
             manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
                                                   progress=progress, executor=executor, assemble=assemble, **common)
-    if paid:
-        import dataclasses
-
-        sent = manifest.counts["characters"]  # counted by the pipeline, on every executor
-        spent = translator.estimate_cost(sent)["estimated_cost_usd"]
-        manifest = dataclasses.replace(manifest, cost={**budget, "characters_sent": sent, "spent_usd": spent})
-        manifest.save(output / pipeline.MANIFEST)
-        print(f"cost: USD {spent:.2f} at list price for {sent:,} characters (recorded in {pipeline.MANIFEST})")
+    if paid_run:
+        manifest = paid_run.record(manifest, translator, output)
+        print(f"cost: USD {manifest.cost['spent_usd']:.2f} at list price for {manifest.cost['characters_sent']:,} "
+              f"characters (recorded in {pipeline.MANIFEST})")
     counts, timings = manifest.counts, manifest.timings
     print(f"{output}: {counts.get('corpus', 0)} documents, {counts.get('queries', 0)} queries translated "
           f"{args.src}->{args.lang} with {args.translator} in {timings['total']:.1f} s")
@@ -179,27 +161,13 @@ def _executor(args, translator):
     from beirx.translate.backends import TRANSLATORS
 
     factory = functools.partial(TRANSLATORS.get(args.translator), args.src, args.lang, args.model,
-                                **parse_options(args.translator_option))
+                                **dict(args.translator_option))
     executor = make_executor("ray", translator, factory, workers=args.workers, address=args.ray_address,
                              gpus_per_worker=args.gpus_per_worker)
     try:
         yield executor
     finally:
         executor.close()
-
-
-def _check_budget(plan: dict, args) -> dict:
-    """Print the estimate of a paid run; require ``--max-cost`` and refuse when the estimate exceeds it."""
-    cost = plan["cost"]
-    estimate = cost["estimated_cost_usd"] or 0.0
-    print(f"estimate: {cost['characters']:,} characters to send to {args.translator} = USD {estimate:.2f} at list "
-          f"price ({cost.get('price_source') or 'see the backend docs'})")
-    if args.max_cost is None:
-        raise BeirxError(f"{args.translator} is a paid service: pass --max-cost USD to allow this run (estimate "
-                         f"USD {estimate:.2f}), or --dry-run to see the counts only")
-    if estimate > args.max_cost:
-        raise BeirxError(f"the estimate USD {estimate:.2f} exceeds --max-cost {args.max_cost:.2f}; nothing was sent")
-    return {"estimated_usd": estimate, "max_cost_usd": args.max_cost, "characters_estimated": cost["characters"]}
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:
@@ -211,7 +179,7 @@ def _quality(source, output: Path, args, progress: bool) -> None:
 
         translated = BeirDataset(output, name=source.name, lang=args.lang)
         run_quality(source, translated, encoder=args.quality_encoder, src_lang=args.src,
-                    tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in _fields(args.fields)),
+                    tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in args.fields),
                     show_progress=progress, max_items=args.quality_max_items)
     except (BeirxError, OSError, ImportError) as exc:
         log.warning("the translation is complete, but the quality report failed: %s", exc)

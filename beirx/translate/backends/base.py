@@ -56,6 +56,10 @@ class Translator(ABC):
     def translate_batch(self, segments: list[str]) -> list[str]:
         """Translate ``segments`` (non-empty strings) and return one output per input, in order."""
 
+    def check_ready(self) -> None:
+        """Fail now, before any download or segmenting, when a real run could not start (e.g. a paid API's
+        missing credential). Default: nothing to check."""
+
     def max_segment_tokens(self) -> int | None:
         """The model's input limit in its own tokens, or None when the backend has none."""
         return None

@@ -163,6 +163,10 @@ class HttpApiTranslator(Translator):
                                f"{' or '.join(self._env_names)}")
         return self._key
 
+    def check_ready(self) -> None:
+        """The credential must be in the environment before a real run starts."""
+        self._credential()
+
     def _api_root(self) -> str:
         """The base URL requests go to: the ``base_url`` option, else the service's own."""
         return self.base_url or self.default_base_url
