@@ -160,7 +160,8 @@ def parse_record(line: str, require_text: bool = True) -> tuple[dict | None, str
     return obj, None
 
 
-def _iter_json_records(path: Path, errors: list[DataError] | None, require_text: bool = True) -> Iterator[tuple[int, dict]]:
+def iter_json_records(path: Path, errors: list[DataError] | None,
+                      require_text: bool = True) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs
     (duplicates are reported when the file has been read, see :class:`_SeenIds`)."""
     seen = _SeenIds()
@@ -206,7 +207,7 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def iter_corpus(path: Path, errors: list[DataError] | None = None) -> Iterator[Doc]:
     """Stream the documents of a ``corpus.jsonl[.gz]`` file."""
-    for _, obj in _iter_json_records(Path(path), errors):
+    for _, obj in iter_json_records(Path(path), errors):
         yield doc_from_json(obj)
 
 
@@ -217,7 +218,7 @@ def doc_from_json(obj: dict) -> Doc:
 
 def iter_queries(path: Path, errors: list[DataError] | None = None) -> Iterator[Query]:
     """Stream the queries of a ``queries.jsonl[.gz]`` file."""
-    for _, obj in _iter_json_records(Path(path), errors):
+    for _, obj in iter_json_records(Path(path), errors):
         yield Query(id=obj["_id"], text=obj["text"], metadata=obj.get("metadata") or {})
 
 

@@ -36,7 +36,7 @@ class ValidationReport:
 def _ids_in_order(path: Path, errors: list[DataError]) -> tuple[list[str], int]:
     """IDs in file order and the number of records whose text and title are both empty."""
     ids, empty = [], 0
-    for obj in beir_io._iter_json_records(path, errors):
+    for obj in beir_io.iter_json_records(path, errors):
         ids.append(obj[1]["_id"])
         empty += not (obj[1].get("text") or "").strip() and not (obj[1].get("title") or "").strip()
     return ids, empty
