@@ -4,10 +4,15 @@ A bar redrawn with ``\\r`` turns a log file (stderr redirected, a cluster job) i
 bars, and a disabled bar leaves it silent for hours. :func:`progress` therefore returns tqdm only when
 stderr is a terminal; otherwise a :class:`LogProgress` that logs ``done/total (percent), rate, ETA``
 at most every :data:`INTERVAL` seconds (and once at the end), with the same ``update``/context API.
+Every long loop in beirx takes its bar from here, so a job log looks the same whatever the step.
+
+Inside :func:`silenced` nothing is shown or logged: the runner's per-query latency sample searches one query
+at a time a hundred times, and a hundred one-query bars would drown the log (and add to what is timed).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -15,14 +20,15 @@ import time
 log = logging.getLogger("beirx.progress")
 
 INTERVAL = 30.0
+_silenced = 0
 
 
 class LogProgress:
     """The part of tqdm's interface beirx uses (``update``, ``close``, context manager, iteration)."""
 
     def __init__(self, iterable=None, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",
-                 interval: float = INTERVAL):
-        self.iterable, self.desc, self.unit, self.interval = iterable, desc, unit, interval
+                 interval: float = INTERVAL, silent: bool = False):
+        self.iterable, self.desc, self.unit, self.interval, self.silent = iterable, desc, unit, interval, silent
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             total = len(iterable)
         self.total, self.n, self._start_n = total, initial, initial
@@ -45,12 +51,12 @@ class LogProgress:
     def update(self, n: int = 1) -> None:
         self.n += n
         now = time.monotonic()
-        if now - self._last >= self.interval:
+        if now - self._last >= self.interval and not self.silent:
             self._last = now
             log.info("%s", self.line())
 
     def close(self) -> None:
-        if self.n != self._start_n or self.total:
+        if (self.n != self._start_n or self.total) and not self.silent:
             log.info("%s", self.line())
 
     def __iter__(self):
@@ -80,11 +86,24 @@ def skip(bar, n: int) -> None:
         bar.update(n)
 
 
+@contextlib.contextmanager
+def silenced():
+    """No bar and no progress line from any :func:`progress` made inside the block."""
+    global _silenced
+    _silenced += 1
+    try:
+        yield
+    finally:
+        _silenced -= 1
+
+
 def progress(iterable=None, *, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",
              enabled: bool = True, **tqdm_kwargs):
     """A tqdm bar in a terminal (``enabled``: the caller's bar setting); when stderr is not a terminal,
     :class:`LogProgress` lines at INFO level whatever ``enabled`` says (``-q`` hides them), because a job
     log must show that a long step is alive."""
+    if _silenced:
+        return LogProgress(iterable, total=total, initial=initial, desc=desc, unit=unit, silent=True)
     if sys.stderr.isatty():
         from tqdm import tqdm
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from beirx.atomic import atomic_writer
 from beirx.checksums import corpus_checksum
 from beirx.data.beir_io import QRELS_HEADER, query_to_json
@@ -39,14 +37,13 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.retrievers.dense import document_text
 from beirx.models.device import choose_device
 from beirx.models.files import resolve_model
+from beirx.progress import progress, skip
 from beirx.provenance import environment_versions
 from beirx.train.genq_cache import QueryCache
 from beirx.artifacts.generation import GeneratedSplit, GenerationManifest, SourceCorpus
 from beirx.train.session import dataset_in_its_language
 
 log = logging.getLogger(__name__)
-
-LOG_EVERY_BATCHES = 50
 
 
 @dataclass
@@ -159,8 +156,8 @@ def generate_queries(opts: GenerationOptions, show_progress: bool = True) -> Gen
             atomic_writer(out / "queries.jsonl") as queries_fh, atomic_writer(out / qrels_name) as qrels_fh:
         key = cache.register(generator.describe())
         qrels_fh.write("\t".join(QRELS_HEADER) + "\n")
-        bar = tqdm(desc=f"generate queries ({generator.files.name})", unit="doc", disable=not show_progress)
-        for number, batch in enumerate(_batches(dataset, opts.batch_size), 1):
+        bar = progress(desc=f"generate queries ({generator.files.name})", unit="doc", enabled=show_progress)
+        for batch in _batches(dataset, opts.batch_size):
             texts = [(d, t) for d, t in batch if t]
             counts["skipped_documents"] += len(batch) - len(texts)
             found = cache.lookup(key, texts)
@@ -181,9 +178,8 @@ def generate_queries(opts: GenerationOptions, show_progress: bool = True) -> Gen
                     qrels_fh.write(f"{qid}\t{doc_id}\t1\n")
                     counts["queries"] += 1
             counts["documents"] += len(batch)
-            bar.update(len(batch))
-            if not show_progress and number % LOG_EVERY_BATCHES == 0:
-                log.info("%d documents done (%d from the cache)", counts["documents"], counts["from_cache"])
+            skip(bar, len(batch) - len(missing))  # skipped or cached: no generation time
+            bar.update(len(missing))
         bar.close()
     if counts["queries"] == 0:
         raise BeirxError(f"no query was generated for {dataset.root}; check --model and the corpus")

@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from beirx.data.dataset import BeirDataset
 from beirx.evaluate.retrievers.bm25 import BM25Retriever
 from beirx.language_packs import LanguagePack
+from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -45,5 +44,5 @@ class BM25Miner:
     def mine(self, queries: dict[str, str], positives: dict[str, set[str]], n: int) -> dict[str, list[str]]:
         """``{query_id: negatives}`` for every query (each query is searched once)."""
         return {qid: self.negatives(text, positives.get(qid, set()), n)
-                for qid, text in tqdm(queries.items(), desc="mine BM25 negatives", unit="q",
-                                      disable=not self.show_progress)}
+                for qid, text in progress(queries.items(), desc="mine BM25 negatives", unit="q",
+                                          enabled=self.show_progress)}

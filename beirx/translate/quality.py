@@ -34,6 +34,7 @@ from beirx.artifacts.quality import (Distribution, FieldQuality, Histogram, Lang
                                      QualityParameters, QualityReport, RoundTrip, TableRow, TranslationSummary)
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, require
+from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.translate import langid, quality_flags
 from beirx.translate.backends.base import Translator
@@ -94,14 +95,12 @@ def _analyse_field(field: str, ids: list[str], sources: list[str], translations:
                    src_lang: str, tgt_lang: str, show_progress: bool) -> tuple[list[dict], dict[str, Any]]:
     """Per-item flags (with details) and the field's flag summary (flags, flagged_items, length_ratio and
     language, as :class:`~beirx.artifacts.quality.FieldQuality` arguments)."""
-    from tqdm.auto import tqdm
-
     check_lang = langid.supported(tgt_lang)
     target = langid.base_code(tgt_lang)
     too_long, ratio_info = quality_flags.length_outliers([len(s) for s in sources], [len(t) for t in translations])
     low_sim = quality_flags.low_outliers([float(s) for s in sims])
     rows, detected = [], {}
-    for i in tqdm(range(len(ids)), desc=f"quality flags {field}", unit="item", disable=not show_progress):
+    for i in progress(range(len(ids)), desc=f"quality flags {field}", unit="item", enabled=show_progress):
         src, out = sources[i], translations[i]
         reasons, details = [], {}
         if not out.strip():
@@ -190,7 +189,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
             ``roundtrip_sample`` translations per field are back-translated and scored with chrF.
         batch_size: encoder batch size. ``max_items``: score a seeded random subset of at most this many
             items per field (None = all) — for corpora too large to encode twice.
-        use_cache: reuse cached embeddings. ``show_progress``: tqdm bars on stderr.
+        use_cache: reuse cached embeddings. ``show_progress``: progress bars on a terminal (:mod:`beirx.progress`).
 
     Returns:
         The :class:`~beirx.artifacts.quality.QualityReport` (also in ``quality.json``): per field

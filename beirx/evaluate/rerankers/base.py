@@ -19,6 +19,7 @@ from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.runs import Run, ranked
+from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,6 @@ class Reranker(ABC):
 
     # -- scoring with cache ----------------------------------------------------------------------
     def _scores(self, pairs: list[Pair]) -> list[float]:
-        from tqdm.auto import tqdm
-
         from beirx.evaluate.rerankers.score_cache import pair_key
 
         keys = [pair_key(query, doc) for query, doc in pairs]
@@ -117,7 +116,7 @@ class Reranker(ABC):
         if not todo:
             return [known[k] for k in keys]
         self.truncated.clear()
-        with tqdm(total=len(todo), desc=f"rerank {self.name}", unit="pair", disable=not self.show_progress) as bar:
+        with progress(total=len(todo), desc=f"rerank {self.name}", unit="pair", enabled=self.show_progress) as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start:start + self.chunk_size]
                 scores = [float(s) for s in self.score_pairs([unique[k] for k in chunk], bar.update)]

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from beirx.atomic import atomic_dir
 from beirx.cache_integrity import seal
@@ -51,6 +50,7 @@ from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.bm25_index import PostingsBuilder
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -198,8 +198,8 @@ class BM25Retriever(Retriever):
         names = self._field_names()
         postings = {f: PostingsBuilder() for f in names}
         self.doc_ids = []
-        docs = tqdm(dataset.iter_corpus(), desc=f"analyse {dataset.name} ({self.pack.code})", unit="doc",
-                    disable=not self.show_progress)
+        docs = progress(dataset.iter_corpus(), desc=f"analyse {dataset.name} ({self.pack.code})", unit="doc",
+                        enabled=self.show_progress)
         for pos, doc in enumerate(docs):
             self.doc_ids.append(doc.id)
             if self.fields == "flat":
@@ -266,7 +266,7 @@ class BM25Retriever(Retriever):
         if not self.doc_ids:
             raise BeirxError("BM25 index is empty: call index(dataset) first")
         run: Run = {}
-        for qid, query in tqdm(queries.items(), desc="BM25 search", unit="q", disable=not self.show_progress):
+        for qid, query in progress(queries.items(), desc="BM25 search", unit="q", enabled=self.show_progress):
             scores = self.score_all(query.text)
             run[qid] = {} if scores is None else self.ranked(scores, k)
         return run

@@ -31,8 +31,6 @@ import os
 import re
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from beirx.argtypes import non_negative_int, positive_float, positive_int
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
@@ -42,6 +40,7 @@ from beirx.evaluate.retrievers import bm25_conventions, es_bodies
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.progress import progress, skip
 from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
@@ -196,8 +195,8 @@ class ElasticsearchRetriever(Retriever):
                                                  cluster.is_opensearch, exc.reason)) from exc
             raise
         analyze = self.pack.analyzer() if self.analysis == "client" else None
-        docs = tqdm(dataset.iter_corpus(), desc=f"index {dataset.name} ({self.pack.code}, {self.analysis} analysis)",
-                    unit="doc", disable=not self.show_progress)
+        docs = progress(dataset.iter_corpus(), desc=f"index {dataset.name} ({self.pack.code}, {self.analysis} "
+                        "analysis)", unit="doc", enabled=self.show_progress)
         actions = ({"_index": name, "_id": doc.id, "_source": es_bodies.document(doc, self.fields, analyze)}
                    for doc in docs)
         created = updated = 0
@@ -232,8 +231,8 @@ class ElasticsearchRetriever(Retriever):
         texts = {qid: self._query_text(q) for qid, q in queries.items()}
         run: Run = {qid: {} for qid in queries}  # queries with no terms match nothing, as in Elasticsearch
         todo = [qid for qid, text in texts.items() if text]
-        bar = tqdm(total=len(queries), desc="Elasticsearch search", unit="q", disable=not self.show_progress)
-        bar.update(len(queries) - len(todo))
+        bar = progress(total=len(queries), desc="Elasticsearch search", unit="q", enabled=self.show_progress)
+        skip(bar, len(queries) - len(todo))  # no terms: nothing to send
         if k <= self.page_size:
             for start in range(0, len(todo), self.msearch_batch):
                 batch = todo[start:start + self.msearch_batch]
