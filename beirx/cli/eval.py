@@ -15,7 +15,7 @@ from pathlib import Path
 from beirx.argtypes import non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
-from beirx.evaluate import defaults
+from beirx.evaluate import defaults, fusion
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name in RETRIEVERS.names():
         RETRIEVERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--retriever {name})"))
     fuse = parser.add_argument_group("fusion")
-    fuse.add_argument("--fusion", action="append", choices=defaults.FUSION_METHODS, default=None,
+    fuse.add_argument("--fusion", action="append", choices=fusion.METHODS, default=None,
                       help="fuse all first-stage systems; repeat for several methods")
-    fuse.add_argument("--normalization", choices=defaults.NORMALIZATIONS, default=defaults.NORMALIZATION,
+    fuse.add_argument("--normalization", choices=tuple(fusion.NORMALIZATIONS), default=defaults.NORMALIZATION,
                       help=f"score normalisation before a score-based fusion (default {defaults.NORMALIZATION})")
     fuse.add_argument("--weights", help="comma-separated weights, one per first-stage system (default equal)")
     fuse.add_argument("--rrf-k", type=non_negative_int, default=defaults.RRF_K,

@@ -10,8 +10,6 @@ from __future__ import annotations
 TOP_K = 1000
 RERANK_DEPTH = 100
 RRF_K = 60
-FUSION_METHODS = ("rrf", "arithmetic", "geometric", "harmonic", "linear")
-NORMALIZATIONS = ("min_max", "l2", "none")
 NORMALIZATION = "min_max"
 LATENCY_SAMPLE = 100
 """Queries searched one at a time after the batch search, for per-query latency (p50/p95); 0 disables."""

@@ -34,6 +34,10 @@ on cosine or dot-product runs, are therefore also skipped by these two means.)
 ``sum_i w_i / (k + rank_i(d))`` with ``k = 60`` and 1-based ranks; a run that did not retrieve ``d``
 contributes nothing. Scores and normalisation are ignored.
 
+Each method and normalisation is one function in :data:`FUSIONS` / :data:`NORMALIZATIONS` (name ->
+function, its source in its docstring); :func:`check` is the one place a method, a normalisation and weights
+are checked, for a grid file, the flags and :func:`fuse` alike.
+
 **Ties**: ranks inside each input run, and the order of the fused run, follow the evaluation order used
 everywhere in beirx (score descending, then document ID descending), so tied documents are ordered the
 same way in RRF ranks, in run files and in pytrec_eval.
@@ -42,51 +46,112 @@ same way in RRF ranks, in run files and in pytrec_eval.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from beirx.errors import BeirxError
-from beirx.evaluate.defaults import FUSION_METHODS, NORMALIZATIONS, RRF_K  # noqa: F401 (re-exported)
+from beirx.evaluate.defaults import RRF_K
 from beirx.evaluate.runs import Run, ranked
 
-METHODS = FUSION_METHODS
 MIN_MAX_FLOOR = 0.001  # OpenSearch MinMaxScoreNormalizationTechnique.MIN_SCORE
 
-
-def normalize(doc_scores: dict[str, float], method: str) -> dict[str, float]:
-    """One run's scores for one query, normalised with ``method`` (see the module docstring)."""
-    if method == "none" or not doc_scores:
-        return dict(doc_scores)
-    values = list(doc_scores.values())
-    if method == "min_max":
-        low, high = min(values), max(values)
-        if high == low:
-            return dict.fromkeys(doc_scores, 1.0)
-        return {d: ((s - low) / (high - low)) or MIN_MAX_FLOOR for d, s in doc_scores.items()}
-    if method == "l2":
-        norm = math.sqrt(sum(s * s for s in values))
-        return {d: (s / norm if norm else 0.0) for d, s in doc_scores.items()}
-    raise BeirxError(f"unknown normalization {method!r}; choose one of: {', '.join(NORMALIZATIONS)}")
+Scores = dict[str, float]
 
 
-def combine(scores: Sequence[float], weights: Sequence[float], method: str) -> float:
-    """Combine one document's normalised scores (``0`` where a run missed it) with ``method``."""
-    if method == "arithmetic":
-        return sum(w * s for w, s in zip(weights, scores)) / sum(weights)
-    if method == "linear":
-        return sum(w * s for w, s in zip(weights, scores))
-    present = [(w, s) for w, s in zip(weights, scores) if s > 0 and w > 0]
+# -- normalisations of one run's scores for one query ---------------------------------------------------------
+def _min_max(doc_scores: Scores) -> Scores:
+    """``(s - min) / (max - min)``, the minimum floored at 0.001 and a constant list at 1.0 (OpenSearch
+    ``MinMaxScoreNormalizationTechnique``)."""
+    values = doc_scores.values()
+    low, high = min(values), max(values)
+    if high == low:
+        return dict.fromkeys(doc_scores, 1.0)
+    return {d: ((s - low) / (high - low)) or MIN_MAX_FLOOR for d, s in doc_scores.items()}
+
+
+def _l2(doc_scores: Scores) -> Scores:
+    """``s / sqrt(sum of s^2)``, 0 when the norm is 0 (OpenSearch ``L2ScoreNormalizationTechnique``)."""
+    norm = math.sqrt(sum(s * s for s in doc_scores.values()))
+    return {d: (s / norm if norm else 0.0) for d, s in doc_scores.items()}
+
+
+def _raw(doc_scores: Scores) -> Scores:
+    """The scores as they are (for ``linear`` on runs that share a scale)."""
+    return dict(doc_scores)
+
+
+NORMALIZATIONS: dict[str, Callable[[Scores], Scores]] = {"min_max": _min_max, "l2": _l2, "none": _raw}
+
+
+# -- combinations of one document's normalised scores (0 where a run missed it) ------------------------------
+def _arithmetic(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted arithmetic mean, missing documents counted as 0 (OpenSearch ``arithmetic_mean``; Bruch et
+    al., TOIS 2023, as a convex combination)."""
+    return sum(w * s for w, s in zip(weights, scores)) / sum(weights)
+
+
+def _linear(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted sum, no division: ``b + f * n`` (CombSUM, Fox & Shaw, TREC-2 1994, with weights)."""
+    return sum(w * s for w, s in zip(weights, scores))
+
+
+def _present(scores: Sequence[float], weights: Sequence[float]) -> list[tuple[float, float]]:
+    """``(weight, score)`` of the positive scores: where the geometric and harmonic means are defined."""
+    return [(w, s) for w, s in zip(weights, scores) if s > 0 and w > 0]
+
+
+def _geometric(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted geometric mean over the positive scores only (OpenSearch ``geometric_mean``)."""
+    present = _present(scores, weights)
     if not present:
         return 0.0
-    total = sum(w for w, _ in present)
-    if method == "geometric":
-        return math.exp(sum(w * math.log(s) for w, s in present) / total)
-    if method == "harmonic":
-        return total / sum(w / s for w, s in present)
-    raise BeirxError(f"unknown fusion method {method!r}; choose one of: {', '.join(METHODS)}")
+    return math.exp(sum(w * math.log(s) for w, s in present) / sum(w for w, _ in present))
 
 
-def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
-    """``weights`` as floats (default all 1), or BeirxError if their number or sign is wrong."""
+def _harmonic(scores: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted harmonic mean over the positive scores only (OpenSearch ``harmonic_mean``)."""
+    present = _present(scores, weights)
+    if not present:
+        return 0.0
+    return sum(w for w, _ in present) / sum(w / s for w, s in present)
+
+
+# -- fusion methods: one query's runs -> fused scores ----------------------------------------------------------
+def _rrf(lists: list[Scores], weights: list[float], normalization: str, rrf_k: int) -> Scores:
+    """Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009): ``sum_i w_i / (k + rank_i(d))``,
+    1-based ranks in evaluation order; scores and normalisation are ignored."""
+    scores: Scores = {}
+    for w, docs in zip(weights, lists):
+        for rank, (did, _) in enumerate(ranked(docs), 1):
+            scores[did] = scores.get(did, 0.0) + w / (rrf_k + rank)
+    return scores
+
+
+def _score_based(combine: Callable[[Sequence[float], Sequence[float]], float]):
+    """A fusion that normalises each run's scores, then combines each document's with ``combine``."""
+    def fuse_query(lists: list[Scores], weights: list[float], normalization: str, rrf_k: int) -> Scores:
+        normed = [NORMALIZATIONS[normalization](docs) if docs else {} for docs in lists]
+        docs = dict.fromkeys(did for d in lists for did in d)
+        return {did: combine([n.get(did, 0.0) for n in normed], weights) for did in docs}
+
+    fuse_query.__doc__ = combine.__doc__
+    return fuse_query
+
+
+FUSIONS = {"rrf": _rrf, "arithmetic": _score_based(_arithmetic), "geometric": _score_based(_geometric),
+           "harmonic": _score_based(_harmonic), "linear": _score_based(_linear)}
+"""Every fusion method by name (``--fusion``, a grid's ``fusion =``); the function fuses one query."""
+METHODS = tuple(FUSIONS)
+
+
+def check(method: str, normalization: str, weights: Sequence[float] | None, n: int) -> list[float]:
+    """The weights as floats (default all 1), after checking the method, normalisation and weights for
+    ``n`` runs; a :class:`BeirxError` names what is wrong."""
+    if n < 2:
+        raise BeirxError("fusion needs at least two runs")
+    if method not in FUSIONS:
+        raise BeirxError(f"unknown fusion method {method!r}; choose one of: {', '.join(FUSIONS)}")
+    if normalization not in NORMALIZATIONS:
+        raise BeirxError(f"unknown normalization {normalization!r}; choose one of: {', '.join(NORMALIZATIONS)}")
     if weights is None:
         return [1.0] * n
     weights = [float(w) for w in weights]
@@ -97,35 +162,23 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
     return weights
 
 
+def normalize(doc_scores: Scores, method: str) -> Scores:
+    """One run's scores for one query, normalised with ``method`` (see the module docstring)."""
+    if method not in NORMALIZATIONS:
+        raise BeirxError(f"unknown normalization {method!r}; choose one of: {', '.join(NORMALIZATIONS)}")
+    return NORMALIZATIONS[method](doc_scores) if doc_scores else {}
+
+
 def fuse(runs: Sequence[Run], method: str = "rrf", normalization: str = "min_max",
          weights: Sequence[float] | None = None, rrf_k: int = RRF_K) -> Run:
     """Fuse ``runs`` (same queries, any depths) into one run holding every retrieved document."""
-    if len(runs) < 2:
-        raise BeirxError("fusion needs at least two runs")
-    if method not in METHODS:
-        raise BeirxError(f"unknown fusion method {method!r}; choose one of: {', '.join(METHODS)}")
-    if normalization not in NORMALIZATIONS:
-        raise BeirxError(f"unknown normalization {normalization!r}; choose one of: {', '.join(NORMALIZATIONS)}")
-    weights = check_weights(weights, len(runs))
+    weights = check(method, normalization, weights, len(runs))
+    fuse_query = FUSIONS[method]
     qids = list(dict.fromkeys(qid for run in runs for qid in run))
-    fused: Run = {}
-    for qid in qids:
-        lists = [run.get(qid, {}) for run in runs]
-        if method == "rrf":
-            scores: dict[str, float] = {}
-            for w, docs in zip(weights, lists):
-                for rank, (did, _) in enumerate(ranked(docs), 1):
-                    scores[did] = scores.get(did, 0.0) + w / (rrf_k + rank)
-            fused[qid] = scores
-            continue
-        normed = [normalize(docs, normalization) for docs in lists]
-        docs = dict.fromkeys(did for d in lists for did in d)
-        fused[qid] = {did: combine([n.get(did, 0.0) for n in normed], weights, method) for did in docs}
-    return fused
+    return {qid: fuse_query([run.get(qid, {}) for run in runs], weights, normalization, rrf_k) for qid in qids}
 
 
-def describe(method: str, normalization: str | None, weights: Sequence[float] | None, n: int,
-             rrf_k: int = RRF_K) -> dict:
+def describe(method: str, normalization: str, weights: Sequence[float] | None, n: int, rrf_k: int = RRF_K) -> dict:
     """The fusion parameters as they enter results files and cache keys."""
     return {"fusion": method, "normalization": None if method == "rrf" else normalization,
-            "weights": check_weights(weights, n), "rrf_k": rrf_k if method == "rrf" else None}
+            "weights": check(method, normalization, weights, n), "rrf_k": rrf_k if method == "rrf" else None}

@@ -50,7 +50,7 @@ from typing import Any
 
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
-from beirx.evaluate import defaults
+from beirx.evaluate import defaults, fusion
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
@@ -271,7 +271,7 @@ def systems_from_args(args) -> dict[str, System]:
     from beirx.evaluate.retrievers import RETRIEVERS
 
     first_stage = args.first_stage
-    run_file = _first_stage_file(first_stage, set(RETRIEVERS.names()) | set(defaults.FUSION_METHODS))
+    run_file = _first_stage_file(first_stage, set(RETRIEVERS.names()) | set(fusion.METHODS))
     names = args.retriever or ([] if run_file else ["bm25"])
     if len(set(names)) != len(names):
         raise BeirxError("each --retriever may be given once; use --config for several variants of one retriever")

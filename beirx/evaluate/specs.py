@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from beirx.errors import BeirxError
+from beirx.evaluate import defaults, fusion
 from beirx.paths import safe_tag
-from beirx.evaluate import defaults
 from beirx.redact import redact_url
 
 def _param_tag(params: dict[str, Any]) -> list[str]:
@@ -76,7 +75,7 @@ class RunFileSpec:
 
 @dataclass
 class FusionSpec:
-    """Two or more systems fused with one of :data:`beirx.evaluate.defaults.FUSION_METHODS`."""
+    """Two or more systems fused with one of :data:`beirx.evaluate.fusion.FUSIONS`."""
 
     inputs: list["System"]
     method: str = "rrf"
@@ -87,17 +86,7 @@ class FusionSpec:
     kind = "fusion"
 
     def __post_init__(self) -> None:
-        from beirx.evaluate import fusion
-
-        if len(self.inputs) < 2:
-            raise BeirxError("fusion needs at least two systems")
-        if self.method not in defaults.FUSION_METHODS:
-            raise BeirxError(f"unknown fusion method {self.method!r}; "
-                             f"choose one of: {', '.join(defaults.FUSION_METHODS)}")
-        if self.normalization not in defaults.NORMALIZATIONS:
-            raise BeirxError(f"unknown normalization {self.normalization!r}; "
-                             f"choose one of: {', '.join(defaults.NORMALIZATIONS)}")
-        fusion.check_weights(self.weights, len(self.inputs))
+        fusion.check(self.method, self.normalization, self.weights, len(self.inputs))
 
     def tag(self) -> str:
         if self.name:
