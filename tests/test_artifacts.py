@@ -14,7 +14,8 @@ from conftest import write_beir
 
 from beirx.artifacts import ARTIFACTS, QualityReport, ResultsDocument, TranslationManifest
 from beirx.artifacts.docs import schema_markdown
-from beirx.artifacts.results import DatasetRef, Efficiency, SystemRef
+from beirx.artifacts.efficiency import Efficiency
+from beirx.artifacts.results import DatasetRef, SystemRef
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.data.resolve import resolve_dataset
@@ -242,7 +243,7 @@ def test_build_results_records_a_cross_lingual_pair_and_given_labels(tiny_datase
                         evaluation=evaluation, k_values=[10], ignore_identical_ids=False, timings={},
                         query_lang="pl", query_dataset=query_dataset, top_k=100, extra={"note": 1},
                         system_label="hybrid", system_tag="rrf-x", system_kind="fusion",
-                        efficiency={"device": "cpu"})
+                        efficiency=Efficiency(device="cpu"))
     assert doc.evaluation["top_k"] == 100 and doc.extra == {"note": 1} and doc.language_pair == "pl2en"
     assert doc.query_dataset == DatasetRef(name="tiny", source=str(queries), language="pl", query_language="pl",
                                            split="test", checksum=query_dataset.checksum(), translated_from="en")

@@ -7,7 +7,8 @@ import pytest
 
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
-from beirx.evaluate.runner import Stages, result_stem, run_experiment
+from beirx.evaluate.outputs import result_stem
+from beirx.evaluate.runner import Stages, run_experiment
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
 from beirx.evaluate.metrics import evaluate

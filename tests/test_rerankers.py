@@ -434,3 +434,14 @@ def test_registry_and_descriptions(cross_encoder, monot5):
         described = reranker.describe()
         assert described["reranker"] == reranker.name
         assert described["revision"].startswith("sha256:") and described["dtype"] == "float32"
+
+
+def test_rerankers_of_one_model_share_its_loaded_weights(cross_encoder_dir, t5_dir, colbert_ai_dir):
+    """One copy of each reranker model per process, kept by the models layer's cache (not by the runner)."""
+    for name, path, weights in (("cross-encoder", cross_encoder_dir, "model"), ("monot5", t5_dir, "model"),
+                                ("colbert", colbert_ai_dir, "backbone")):
+        cls = RERANKERS.get(name)
+        first = cls(str(path), show_progress=False, use_cache=False)
+        second = cls(str(path), batch_size=3, lang="pl", show_progress=True)
+        assert getattr(first, weights) is getattr(second, weights) and first is not second
+        assert second.batch_size == 3 and second.use_cache and not first.use_cache

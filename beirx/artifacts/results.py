@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from beirx.artifacts.base import Artifact, fld, optional, utc_now
+from beirx.artifacts.efficiency import Efficiency
 
 SCHEMA = "beirx.results/2"
 SCHEMA_V1 = "beirx.results/1"
@@ -69,31 +70,6 @@ class SystemRef:
         if not found and isinstance(reranker, dict) and not self.description.get("model"):
             found = reranker.get("revision")
         return str(found) if found else None
-
-
-@dataclass(kw_only=True)
-class Efficiency:
-    """Cost figures of the run; every one is optional (null when not measured)."""
-
-    index_seconds: float | None = optional("wall-clock seconds to build or load the index")
-    encode_seconds: float | None = optional("seconds spent encoding the corpus (dense retrievers)")
-    search_seconds: float | None = optional("wall-clock seconds to search all queries")
-    num_queries: int | None = optional("queries searched")
-    queries_per_second: float | None = optional("num_queries / search_seconds")
-    latency_ms_p50: float | None = optional("median per-query latency, milliseconds")
-    latency_ms_p95: float | None = optional("95th percentile per-query latency, milliseconds")
-    latency_sample: int | None = optional("queries timed one at a time for the latency percentiles")
-    index_bytes: int | None = optional("size of the index on disk")
-    peak_rss_bytes: int | None = optional("peak resident memory of the process")
-    device: str | None = optional("cpu, cuda, cuda:1 ...")
-
-    @classmethod
-    def from_timings(cls, timings: dict[str, float], num_queries: int | None) -> "Efficiency":
-        """What the named timing sections (``index``, ``encode_corpus``, ``search``) say about cost."""
-        search = timings.get("search")
-        return cls(index_seconds=timings.get("index"), encode_seconds=timings.get("encode_corpus"),
-                   search_seconds=search, num_queries=num_queries,
-                   queries_per_second=round(num_queries / search, 3) if num_queries and search else None)
 
 
 @dataclass(kw_only=True)

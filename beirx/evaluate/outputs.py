@@ -1,23 +1,30 @@
-"""The results JSON (a :class:`~beirx.artifacts.results.ResultsDocument`): metrics plus everything needed to
-cite, reproduce and join them.
+"""What an evaluation writes into its output folder: the run and results files of each system, named
+:func:`result_stem`, and a grid's ``summary.tsv``/``summary.json`` (:func:`write_summary`).
 
-One file per (system, dataset, language pair, split). It records the dataset checksum, the language pack,
-the system and its parameters (model names and revisions), the evaluation protocol (cut-offs, tie-break,
-identical-ID handling), package versions and timings. Secrets never reach it: parameters pass through
-:func:`public_params`, which drops anything that looks like a credential.
+The results JSON (a :class:`~beirx.artifacts.results.ResultsDocument`, :func:`build_results`) holds the
+metrics plus everything needed to cite, reproduce and join them, one file per (system, dataset, language
+pair, split): the dataset checksum, the language pack, the system and its parameters (model names and
+revisions), the evaluation protocol (cut-offs, tie-break, identical-ID handling), package versions, timings
+and efficiency. Secrets never reach it: parameters pass through :func:`public_params`, which drops anything
+that looks like a credential.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.results import (DatasetRef, Efficiency, ResultsDocument, SystemRef, default_label,
-                                     system_kind as system_kind_of)
+from beirx.artifacts.efficiency import Efficiency
+from beirx.artifacts.results import DatasetRef, ResultsDocument, SystemRef, default_label
+from beirx.artifacts.results import system_kind as system_kind_of
+from beirx.atomic import atomic_writer, write_json
+from beirx.data.dataset import BeirDataset
+from beirx.data.language_pair import LanguagePair
 from beirx.evaluate.metrics import Evaluation
 from beirx.language_packs import LanguagePack
-from beirx.paths import safe_tag
+from beirx.paths import confined, safe_tag
 from beirx.provenance import environment_versions
 
 TIE_BREAK = "score descending, then document id descending (trec_eval/pytrec_eval order)"
@@ -56,7 +63,7 @@ def build_results(*, dataset, split: str, pack: LanguagePack, system: dict[str, 
                   query_lang: str | None = None, extra: dict[str, Any] | None = None, query_dataset=None,
                   top_k: int | None = None, system_label: str | None = None, system_tag: str | None = None,
                   system_kind: str | None = None, language_source: str | None = None,
-                  efficiency: Efficiency | dict[str, Any] | None = None,
+                  efficiency: Efficiency | None = None,
                   translated_from: str | None = None) -> ResultsDocument:
     """Assemble the results document (see the module docstring for what goes in and why).
 
@@ -72,8 +79,6 @@ def build_results(*, dataset, split: str, pack: LanguagePack, system: dict[str, 
         ref.translated_from = translated_from
     query_ref = dataset_ref(query_dataset, split) if query_dataset is not None else None
     label = system_label or default_label(description)
-    if isinstance(efficiency, dict):
-        efficiency = Efficiency(**efficiency)
     evaluation_doc = {
         "k_values": list(k_values),
         "ignore_identical_ids": ignore_identical_ids,
@@ -102,6 +107,40 @@ def build_results(*, dataset, split: str, pack: LanguagePack, system: dict[str, 
     )
 
 
-def write_results(path: Path | str, results: ResultsDocument) -> None:
-    """Write the document atomically."""
-    results.save(path)
+# -- file names -----------------------------------------------------------------------------------------------
+def result_stem(dataset: BeirDataset, split: str, tag: str, query_lang: str | None = None) -> str:
+    """``<dataset>-<pair>-<split>-<system>``; the pair is :attr:`LanguagePair.label` (``pl`` or ``pl2en``)."""
+    pair = LanguagePair.of(dataset.lang, query_lang)
+    return f"{dataset.name.replace('/', '_')}-{pair.label}-{split}-{tag}"
+
+
+def output_paths(output_dir: Path | str, stem: str) -> tuple[Path, Path]:
+    """``(run file, results file)`` of ``stem`` in ``output_dir``, refused if they would land outside it."""
+    return confined(Path(output_dir), f"{stem}.trec"), confined(Path(output_dir), f"{stem}.json")
+
+
+# -- a grid's summary -----------------------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One evaluated system on one dataset, language pair and split, and where its files are."""
+
+    dataset: str
+    languages: str
+    split: str
+    system: str
+    metrics: dict[str, float]
+    results_path: Path
+    run_path: Path
+
+
+def write_summary(rows: list[Row], output_dir: Path) -> None:
+    """``summary.tsv`` (one line per dataset, language pair and system) and ``summary.json`` in ``output_dir``."""
+    metrics = sorted({m for r in rows for m in r.metrics})
+    with atomic_writer(Path(output_dir) / "summary.tsv") as fh:
+        fh.write("\t".join(["dataset", "languages", "split", "system", *metrics, "results"]) + "\n")
+        for r in rows:
+            values = [f"{r.metrics.get(m, float('nan')):.6f}" for m in metrics]
+            fh.write("\t".join([r.dataset, r.languages, r.split, r.system, *values, r.results_path.name]) + "\n")
+    write_json(Path(output_dir) / "summary.json",
+               [{"dataset": r.dataset, "languages": r.languages, "split": r.split, "system": r.system,
+                 "metrics": r.metrics, "results": r.results_path.name} for r in rows])

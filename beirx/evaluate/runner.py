@@ -11,44 +11,41 @@ Reranker scores are cached per (query, document) pair by the rerankers themselve
 Cross-lingual pairs: ``query_dataset`` supplies the queries (e.g. the Polish version) while ``dataset``
 supplies the corpus and qrels (e.g. the English one); the two must share query IDs.
 
-Efficiency (BEIR, Thakur et al. 2021, Table 3): besides stage timings, each retriever's results record
-the batch search throughput (queries/s), the per-query latency (p50/p95 over a seeded sample of
-:data:`~beirx.evaluate.defaults.LATENCY_SAMPLE` queries searched one at a time with the index already
-loaded), the index or embedding size on disk, the process's peak resident memory so far, and the device.
+Efficiency: each stage fills a typed :class:`~beirx.artifacts.efficiency.Efficiency` (how, and what a
+fusion or a reranker records, is said there); a retriever's latency sample is
+:data:`~beirx.evaluate.defaults.LATENCY_SAMPLE` queries. Models are loaded through the models layer's
+cache, so every dataset and system of a process shares one copy of each. File names and the grid summary
+are :mod:`beirx.evaluate.outputs`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import random
 import re
-import resource
-import sys
-import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beirx import __version__
-from beirx.artifacts.results import Efficiency
-from beirx.atomic import atomic_writer, write_json
+from beirx.artifacts.efficiency import Efficiency, latencies_ms
+from beirx.artifacts.results import ResultsDocument
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
 from beirx.data.doc_store import DocStore
-from beirx.data.language_pair import LanguagePair
 from beirx.data.records import Qrels, Query
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.metrics import DEFAULT_K, evaluate
+from beirx.evaluate.outputs import Row, build_results, output_paths, result_stem, write_summary
 from beirx.evaluate.plan import DatasetTarget, Plan
-from beirx.evaluate.outputs import build_results, write_results
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run, drop_identical_ids, read_trec, truncate, write_trec
-from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec, models_needed
 from beirx.language_packs import LanguagePack, get_pack
+from beirx.models.default_models import check_available
 from beirx.provenance import Timer
 
 log = logging.getLogger(__name__)
@@ -61,13 +58,13 @@ class Stage:
     run: Run
     description: dict[str, Any]
     timings: dict[str, float]
-    efficiency: dict[str, Any] | None = None
+    efficiency: Efficiency | None = None
 
 
 @dataclass
 class Outcome:
-    results: Any
-    """The :class:`~beirx.artifacts.results.ResultsDocument` written to ``results_path``."""
+    results: ResultsDocument
+    """The results document written to ``results_path``."""
     results_path: Path
     run_path: Path
 
@@ -89,25 +86,6 @@ def split_queries(dataset: BeirDataset, split: str, query_dataset: BeirDataset |
         log.warning("%d judged queries of %s have no %s text in %s (e.g. %s); they score 0", len(missing),
                     dataset.name, query_dataset.lang, query_dataset.queries_path, missing[0])
     return queries, qrels
-
-
-def _folder_bytes(path: Path | None) -> int | None:
-    if path is None or not Path(path).exists():
-        return None
-    path = Path(path)
-    return path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def peak_rss_bytes() -> int:
-    """The process's peak resident set size so far (Linux reports KiB, macOS bytes)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def _percentile(values: list[float], q: float) -> float:
-    import numpy as np
-
-    return float(np.percentile(np.asarray(values), q))
 
 
 class Stages:
@@ -186,28 +164,11 @@ class Stages:
             description["index_from_cache"] = True
         if retriever.encode_seconds is not None:
             timer.seconds["encode_corpus"] = retriever.encode_seconds
-        efficiency = self._efficiency(retriever, timer.seconds, k)
+        latencies = latencies_ms(lambda qid: retriever.search({qid: self.queries[qid]}, k), self.queries,
+                                 self.latency_sample)
+        efficiency = Efficiency.of_retrieval(timer.seconds, len(self.queries), latencies, retriever.index_location,
+                                             retriever.device_name)
         return Stage(run, description, timer.seconds, efficiency)
-
-    def _efficiency(self, retriever: Retriever, seconds: dict[str, float], k: int) -> dict[str, Any]:
-        """Throughput of the batch search, per-query latency on a sample, index size, memory and device."""
-        latencies = []
-        if self.latency_sample > 0 and self.queries:
-            sample = sorted(self.queries)
-            sample = random.Random(0).sample(sample, min(self.latency_sample, len(sample)))
-            for qid in sample:
-                start = time.perf_counter()
-                retriever.search({qid: self.queries[qid]}, k)
-                latencies.append((time.perf_counter() - start) * 1000.0)
-        return {
-            **asdict(Efficiency.from_timings(seconds, len(self.queries))),
-            "latency_ms_p50": round(_percentile(latencies, 50), 3) if latencies else None,
-            "latency_ms_p95": round(_percentile(latencies, 95), 3) if latencies else None,
-            "latency_sample": len(latencies),
-            "index_bytes": _folder_bytes(retriever.index_location),
-            "peak_rss_bytes": peak_rss_bytes(),
-            "device": retriever.device_name,
-        }
 
     def _stored(self, spec: SystemSpec) -> Stage:
         """The first-stage run from the run cache, or computed (once) and stored there."""
@@ -255,94 +216,24 @@ class Stages:
         description = {**fusion.describe(spec.method, spec.normalization, spec.weights, len(parts), spec.rrf_k),
                        "systems": [p.description for p in parts]}
         timings = {f"{i}.{name}": s for i, p in enumerate(parts) for name, s in p.timings.items()}
-        return Stage(run, description, {**timings, **timer.seconds}, _fused_efficiency(parts, timer.seconds["fuse"]))
+        efficiency = Efficiency.of_fusion([p.efficiency for p in parts], timer.seconds["fuse"])
+        return Stage(run, description, {**timings, **timer.seconds}, efficiency)
 
     def _rerank(self, spec: RerankSpec) -> Stage:
+        from beirx.evaluate.rerankers import RERANKERS
+
         first = self.run(spec.first_stage, reuse_runs=True)
-        reranker = _reranker(spec.reranker, spec.params, self.pack, self.show_progress, self.use_cache)
+        params = {k: v for k, v in spec.params.items() if k != "model"}  # the model is the first argument
+        reranker = RERANKERS.get(spec.reranker)(spec.model(self.pack.code), lang=self.pack.code,
+                                                show_progress=self.show_progress, use_cache=self.use_cache, **params)
         timer = Timer()
         with timer.section("rerank"):
             with DocStore.for_dataset(self.dataset) as corpus:  # documents read from disk by ID
                 run = reranker.rerank(self.queries, corpus, first.run, depth=spec.depth)
         description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description}
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
-        efficiency = {**asdict(Efficiency.from_timings({"search": timer.seconds.get("rerank")}, len(self.queries))),
-                      "peak_rss_bytes": peak_rss_bytes(), "device": reranker.device_name}
+        efficiency = Efficiency.of_rerank(timer.seconds["rerank"], len(self.queries), reranker.device_name)
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)
-
-
-def reranker_model(name: str, model: str | None, pack: LanguagePack) -> str:
-    """The model of reranker ``name``: ``model`` or the language's default (:func:`default_model`)."""
-    from beirx.models.default_models import default_model
-
-    model = model or default_model(name, pack.code)
-    if not model:
-        raise BeirxError(f"reranker {name!r} needs a model (--reranker-model): beirx has no default {name} model "
-                         f"for {pack.code!r}")
-    return model
-
-
-def check_models(systems: list, pack: LanguagePack) -> None:
-    """Fail before any work when a model some system needs (a dense retriever's or a reranker's, given or the
-    language's default) is missing: no default for ``pack``, not a folder, not on the Hub or in its local
-    cache when offline. Otherwise a grid would stop after hours of first-stage work."""
-    from beirx.models.default_models import default_model
-    from beirx.models.files import resolve_model
-
-    wanted = set()
-    for s in systems:
-        if isinstance(s, RerankSpec):
-            wanted.add((reranker_model(s.reranker, s.params.get("model"), pack), s.params.get("revision")))
-        elif isinstance(s, SystemSpec):
-            model = s.params.get("model") or default_model(s.retriever, pack.code)
-            if model:
-                wanted.add((str(model), s.params.get("revision")))
-    for model, revision in sorted(wanted, key=str):
-        resolve_model(model, revision)
-
-
-def _fused_efficiency(parts: list[Stage], fuse_seconds: float) -> dict[str, Any] | None:
-    """A fusion costs all of its inputs: their index and search times and index sizes add up, plus fusing.
-
-    Per-query latency percentiles do not add, so they are left out (null)."""
-    figures = [p.efficiency for p in parts]
-    if any(f is None for f in figures):
-        return None
-
-    def total(key: str):  # not rounded: a rounded total could come out below the sum of its parts
-        values = [f.get(key) for f in figures]
-        return None if any(v is None for v in values) else sum(values)
-
-    search = total("search_seconds")
-    search = None if search is None else search + fuse_seconds
-    queries = figures[0].get("num_queries")
-    devices = sorted({str(f.get("device")) for f in figures if f.get("device")})
-    return {"index_seconds": total("index_seconds"), "search_seconds": search, "num_queries": queries,
-            "queries_per_second": round(queries / search, 3) if search and queries else None,
-            "index_bytes": total("index_bytes"), "peak_rss_bytes": peak_rss_bytes(),
-            "device": "+".join(devices) or None}
-
-
-_RERANKERS: dict[str, Any] = {}  # loaded rerankers, shared by every system and dataset of a process
-
-
-def _reranker(name: str, params: dict[str, Any], pack: LanguagePack, show_progress: bool, use_cache: bool):
-    """The registered reranker ``name``; its model defaults to the language's (:func:`default_model`)."""
-    from beirx.evaluate.rerankers import RERANKERS
-
-    params = dict(params)
-    model = reranker_model(name, params.pop("model", None), pack)
-    key = repr((name, model, sorted(params.items()), pack.code, show_progress, use_cache))
-    if key not in _RERANKERS:
-        _RERANKERS[key] = RERANKERS.get(name)(model, lang=pack.code, show_progress=show_progress,
-                                               use_cache=use_cache, **params)
-    return _RERANKERS[key]
-
-
-def result_stem(dataset: BeirDataset, split: str, tag: str, query_lang: str | None = None) -> str:
-    """``<dataset>-<pair>-<split>-<system>``; the pair is :attr:`LanguagePair.label` (``pl`` or ``pl2en``)."""
-    pair = LanguagePair.of(dataset.lang, query_lang)
-    return f"{dataset.name.replace('/', '_')}-{pair.label}-{split}-{tag}"
 
 
 def run_experiment(dataset: BeirDataset, pack: LanguagePack, split: str, system: System, output_dir: Path,
@@ -361,12 +252,7 @@ def run_experiment(dataset: BeirDataset, pack: LanguagePack, split: str, system:
         evaluation = evaluate(stages.qrels, stage.run, k_values=k_values, ignore_identical_ids=ignore_identical_ids)
 
     query_lang = stages.query_dataset.lang
-    stem = result_stem(dataset, split, system.tag(), query_lang)
-    output_dir = Path(output_dir)
-    from beirx.paths import confined
-
-    run_path = confined(output_dir, f"{stem}.trec")
-    results_path = confined(output_dir, f"{stem}.json")
+    run_path, results_path = output_paths(output_dir, result_stem(dataset, split, system.tag(), query_lang))
     write_trec(run_path, stage.run, tag=system.tag())
     results = build_results(dataset=dataset, split=split, pack=pack, system=stage.description, evaluation=evaluation,
                             k_values=k_values, ignore_identical_ids=ignore_identical_ids,
@@ -376,23 +262,12 @@ def run_experiment(dataset: BeirDataset, pack: LanguagePack, split: str, system:
                             system_label=system.label(),
                             system_tag=system.tag(), system_kind=system.kind, efficiency=stage.efficiency,
                             language_source=language_source)
-    write_results(results_path, results)
+    results.save(results_path)
     log.info("wrote %s and %s", run_path, results_path)
     return Outcome(results=results, results_path=results_path, run_path=run_path)
 
 
 # -- whole plans ----------------------------------------------------------------------------------------------
-
-@dataclass
-class Row:
-    dataset: str
-    languages: str
-    split: str
-    system: str
-    metrics: dict[str, float]
-    results_path: Path
-    run_path: Path
-
 
 def resolve_target(target: DatasetTarget, lang: str) -> BeirDataset:
     """The ``lang`` version of a dataset: its folder from ``paths``, the folder ``spec`` itself for its own
@@ -423,7 +298,7 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
             queries = resolve_target(target, pair.query) if pair.cross_lingual else None
             resolved.append((corpus, queries, pair, target.lang_source))
     for lang in sorted({pair.corpus for _, _, pair, _ in resolved}):  # models too, before any work
-        check_models(list(plan.systems.values()), get_pack(lang))
+        check_available(models_needed(plan.systems.values(), get_pack(lang).code))
     rows: list[Row] = []
     for corpus, queries, pair, lang_source in resolved:
         split = plan.split or test_split_for(corpus.name)
@@ -444,16 +319,3 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
     if plan.summary:
         write_summary(rows, output)
     return rows
-
-
-def write_summary(rows: list[Row], output_dir: Path) -> None:
-    """``summary.tsv`` (one line per dataset, language pair and system) and ``summary.json`` in ``output_dir``."""
-    metrics = sorted({m for r in rows for m in r.metrics})
-    with atomic_writer(Path(output_dir) / "summary.tsv") as fh:
-        fh.write("\t".join(["dataset", "languages", "split", "system", *metrics, "results"]) + "\n")
-        for r in rows:
-            values = [f"{r.metrics.get(m, float('nan')):.6f}" for m in metrics]
-            fh.write("\t".join([r.dataset, r.languages, r.split, r.system, *values, r.results_path.name]) + "\n")
-    write_json(Path(output_dir) / "summary.json",
-               [{"dataset": r.dataset, "languages": r.languages, "split": r.split, "system": r.system,
-                 "metrics": r.metrics, "results": r.results_path.name} for r in rows])

@@ -13,11 +13,13 @@ reports show: the user's ``name``, else e.g. ``bm25 fields=flat``, ``dense e5-sm
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 from beirx.evaluate import defaults, fusion
+from beirx.models.default_models import default_model, model_or_default
 from beirx.paths import safe_tag
 from beirx.redact import redact_url
 
@@ -126,5 +128,24 @@ class RerankSpec:
         model = self.params.get("model")
         return f"{self.first_stage.label()} >> {self.reranker}" + (f" {_short(model)}" if model else "")
 
+    def model(self, lang: str) -> str:
+        """The reranker's model: given, else the language's default; an error when there is neither."""
+        return model_or_default(self.reranker, self.params.get("model"), lang, f"reranker {self.reranker!r}",
+                                "--reranker-model")
+
 
 System = Union[SystemSpec, RunFileSpec, FusionSpec, RerankSpec]
+
+
+def models_needed(systems: Iterable[System], lang: str) -> set[tuple[str, str | None]]:
+    """``(model, revision)`` of every model ``systems`` load for ``lang`` (dense retrievers' and rerankers',
+    given or the language's default), for :func:`~beirx.models.default_models.check_available`."""
+    wanted = set()
+    for system in systems:
+        if isinstance(system, RerankSpec):
+            wanted.add((system.model(lang), system.params.get("revision")))
+        elif isinstance(system, SystemSpec):
+            model = system.params.get("model") or default_model(system.retriever, lang)
+            if model:
+                wanted.add((str(model), system.params.get("revision")))
+    return wanted

@@ -12,11 +12,17 @@ not in the language packs, because they are about models: a pack describes how a
 
 Kinds are spelled as the registries spell the backends (``dense``, ``cross-encoder``, ``monot5``,
 ``colbert``) plus ``translation_from_en``; ColBERT has no default anywhere.
+
+:func:`model_or_default` and :func:`check_available` are the checks a command runs before any work: a grid
+that needs a model beirx cannot name or find must fail in seconds, not after hours of first-stage work.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import MappingProxyType
+
+from beirx.errors import BeirxError
 
 NLLB = "facebook/nllb-200-distilled-600M"
 KINDS = ("dense", "cross-encoder", "monot5", "colbert", "translation_from_en")
@@ -57,3 +63,21 @@ def default_model(kind: str, lang: str) -> str | None:
     if kind == "translation_from_en" and pack.nllb_code is None:
         return None
     return table.get(kind)
+
+
+def model_or_default(kind: str, model: str | None, lang: str, what: str, flag: str) -> str:
+    """``model``, else the language's default ``kind`` model; a :class:`BeirxError` naming ``what`` (e.g.
+    ``reranker 'colbert'``) and the flag to pass when there is neither."""
+    found = model or default_model(kind, lang)
+    if not found:
+        raise BeirxError(f"{what} needs a model ({flag}): beirx has no default {kind} model for {lang!r}")
+    return str(found)
+
+
+def check_available(models: Iterable[tuple[str, str | None]]) -> None:
+    """Every ``(model, revision)`` is a local folder, or on the Hub (in its local cache when offline); else the
+    error of :func:`~beirx.models.files.resolve_model`."""
+    from beirx.models.files import resolve_model
+
+    for model, revision in sorted(set(models), key=str):
+        resolve_model(model, revision)

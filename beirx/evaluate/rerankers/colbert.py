@@ -35,6 +35,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, Reranker
 from beirx.evaluate.rerankers.colbert_checkpoint import read_checkpoint
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
+from beirx.models import loaded
 from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
@@ -58,15 +59,10 @@ class ColbertReranker(Reranker):
         self.sort_by_length = sort_by_length
         self.doc_maxlen = int(max_length or ckpt.doc_maxlen)
         self.query_maxlen = int(query_maxlen or ckpt.query_maxlen)
-        self.tokenizer = tok = transformers.AutoTokenizer.from_pretrained(ckpt.backbone)
-        with _quiet_transformers(transformers):
-            self.backbone, info = transformers.AutoModel.from_pretrained(ckpt.backbone, output_loading_info=True)
-        missing = sorted(k for k in info["missing_keys"] if not k.startswith("pooler."))
-        if missing:
-            raise BeirxError(f"{self.files.folder}: {len(missing)} backbone weights are missing from the checkpoint "
-                             f"(e.g. {missing[0]}); it would run with random weights")
-        self.backbone.to(self.device, self.dtype).eval()
-        self.projection = _projection(torch, ckpt).to(self.device, self.dtype).eval()
+        key = ("colbert", str(self.files.folder), str(self.device), str(self.dtype))
+        self.tokenizer, self.backbone, self.projection = loaded.cached(
+            key, lambda: _load(transformers, torch, self.files.folder, ckpt, self.device, self.dtype))
+        tok = self.tokenizer
 
         self.query_marker_id = self._marker_id(ckpt.query_marker)
         self.doc_marker_id = self._marker_id(ckpt.doc_marker)
@@ -204,6 +200,19 @@ def maxsim(queries, query_keep, docs, doc_keep):
     sim = queries @ docs.transpose(1, 2)
     sim = sim.masked_fill(~doc_keep[:, None, :], float("-inf")).max(dim=-1).values
     return sim.masked_fill(~query_keep, 0.0).sum(dim=-1)
+
+
+def _load(transformers, torch, folder, ckpt, device, dtype):
+    """``(tokenizer, backbone, projection)`` of a checkpoint, the modules on ``device`` in ``dtype``; refused
+    when backbone weights are missing (it would run with random ones)."""
+    with _quiet_transformers(transformers):
+        backbone, info = transformers.AutoModel.from_pretrained(ckpt.backbone, output_loading_info=True)
+    missing = sorted(k for k in info["missing_keys"] if not k.startswith("pooler."))
+    if missing:
+        raise BeirxError(f"{folder}: {len(missing)} backbone weights are missing from the checkpoint "
+                         f"(e.g. {missing[0]}); it would run with random weights")
+    return (transformers.AutoTokenizer.from_pretrained(ckpt.backbone), backbone.to(device, dtype).eval(),
+            _projection(torch, ckpt).to(device, dtype).eval())
 
 
 def _projection(torch, ckpt):

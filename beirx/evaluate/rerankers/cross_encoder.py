@@ -23,6 +23,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, Reranker
 from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
+from beirx.models import loaded
 from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,8 @@ class CrossEncoderReranker(Reranker):
         self.dtype = resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.sort_by_length = sort_by_length
-        encoder = st.CrossEncoder(str(self.path), device=str(self.device), local_files_only=True)
+        key = ("cross-encoder", str(self.path), str(self.device), str(self.dtype))
+        encoder = loaded.cached(key, lambda: _load(st, self.path, self.device, self.dtype))
         self.model = encoder.model
         if len(encoder) != 1 or not type(self.model).__name__.endswith("ForSequenceClassification"):
             modules = ", ".join(type(m).__name__ for m in encoder)
@@ -55,7 +57,6 @@ class CrossEncoderReranker(Reranker):
                              "logit) or 2 (not relevant / relevant)")
         self.tokenizer = encoder.tokenizer
         self.max_length = int(max_length or encoder.max_seq_length or 512)
-        self.model.to(self.device, self.dtype).eval()
         self._specials = self.tokenizer.num_special_tokens_to_add(pair=True)
         if self.max_length <= self._specials + 1:
             raise BeirxError(f"max_length {self.max_length} leaves no room for text")
@@ -105,3 +106,10 @@ class CrossEncoderReranker(Reranker):
             self.truncated["query"] += query.text in cut
             self.truncated["document"] += query_lengths[query.text] + doc_lengths[doc.joined()] > budget
         return [cut.get(q.text, q.text) for q, _ in pairs], [d.joined() for _, d in pairs]
+
+
+def _load(st, path, device, dtype):
+    """The sentence-transformers ``CrossEncoder`` with its model on ``device`` in ``dtype``, in eval mode."""
+    encoder = st.CrossEncoder(str(path), device=str(device), local_files_only=True)
+    encoder.model.to(device, dtype).eval()
+    return encoder

@@ -29,6 +29,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, Reranker
 from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
+from beirx.models import loaded
 from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
@@ -74,11 +75,9 @@ class MonoT5Reranker(Reranker):
         self.batch_size = batch_size
         self.max_length = max_length
         self.sort_by_length = sort_by_length
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.files.folder)
-        self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(self.files.folder)
-        if not self.model.config.is_encoder_decoder:
-            raise BeirxError(f"{self.files.folder}: {type(self.model).__name__} is not a sequence-to-sequence model")
-        self.model.to(self.device, self.dtype).eval()
+        key = ("monot5", str(self.files.folder), str(self.device), str(self.dtype))
+        self.tokenizer, self.model = loaded.cached(key, lambda: _load(transformers, self.files.folder, self.device,
+                                                                      self.dtype))
         self._decoder_start = self.model.config.decoder_start_token_id
 
         if true_token is None or false_token is None:
@@ -168,3 +167,11 @@ class MonoT5Reranker(Reranker):
         log.warning("monoT5 prompt still longer than %d tokens without its document (query of %d characters); "
                     "cutting its end", self.max_length, len(query))
         return self.tokenizer(text, truncation=True, max_length=self.max_length)["input_ids"]
+
+
+def _load(transformers, folder, device, dtype):
+    """``(tokenizer, model)`` of a sequence-to-sequence checkpoint, the model on ``device`` in ``dtype``."""
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(folder)
+    if not model.config.is_encoder_decoder:
+        raise BeirxError(f"{folder}: {type(model).__name__} is not a sequence-to-sequence model")
+    return transformers.AutoTokenizer.from_pretrained(folder), model.to(device, dtype).eval()
