@@ -98,3 +98,14 @@ def test_mrr_at_k_equals_recip_rank_of_truncated_runs():
         ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(truncate(run, k))
         for q in judged:
             assert ev.per_query[q][f"MRR@{k}"] == ref[q]["recip_rank"]
+
+
+def test_metric_names_are_typed_measure_cutoff_keys():
+    from beirx.artifacts.results import MEASURES, MetricKey
+
+    evaluation = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 1.0, "d2": 0.5}}, k_values=[1, 10])
+    keys = [MetricKey.parse(name) for name in evaluation.metrics]
+    assert keys == [MetricKey(m, k) for m in MEASURES for k in (1, 10)]
+    assert [str(k) for k in keys] == list(evaluation.metrics) and set(evaluation.per_query["q1"]) == set(evaluation.metrics)
+    assert MetricKey.parse("R_cap@100") == MetricKey("R_cap", 100) and str(MetricKey("NDCG", 10)) == "NDCG@10"
+    assert [MetricKey.parse(bad) for bad in ("NDCG", "ndcg@10", "NDCG@x", "F1@10", "NDCG@-1")] == [None] * 5

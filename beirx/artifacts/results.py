@@ -72,6 +72,28 @@ class SystemRef:
         return str(found) if found else None
 
 
+@dataclass(frozen=True, order=True)
+class MetricKey:
+    """A metric's name in :attr:`ResultsDocument.metrics` and ``per_query``: a measure at a cutoff,
+    ``NDCG@10`` (measures: :data:`MEASURES`)."""
+
+    measure: str
+    cutoff: int
+
+    def __str__(self) -> str:
+        return f"{self.measure}@{self.cutoff}"
+
+    @classmethod
+    def parse(cls, name: str) -> "MetricKey | None":
+        """``NDCG@10`` -> ``MetricKey("NDCG", 10)``; None when ``name`` is no ``MEASURE@cutoff``."""
+        measure, sep, cutoff = name.rpartition("@")
+        return cls(measure, int(cutoff)) if sep and measure in MEASURES and cutoff.isdigit() else None
+
+
+MEASURES = ("NDCG", "MAP", "Recall", "P", "MRR", "R_cap", "Hole")
+"""Every measure a results document holds (see :mod:`beirx.evaluate.metrics`), in the order written."""
+
+
 @dataclass(kw_only=True)
 class ResultsDocument(Artifact):
     """A results file: metrics of one system on one dataset, language pair and split, with provenance."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from beirx.artifacts.results import MEASURES, MetricKey
 from beirx.data.records import Qrels
 from beirx.evaluate.runs import Run, drop_identical_ids, ranked
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_K = (1, 3, 5, 10, 100, 1000)
 
-_PYTREC_FAMILIES = {"ndcg_cut": "NDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}
+_PYTREC_FAMILIES = {"ndcg_cut": "NDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}  # trec_eval's -> ours
 
 
 @dataclass
@@ -69,14 +70,15 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
     for qid, values in raw.items():
         for family, label in _PYTREC_FAMILIES.items():
             for k in k_values:
-                per_query[qid][f"{label}@{k}"] = values[f"{family}_{k}"]
+                per_query[qid][str(MetricKey(label, k))] = values[f"{family}_{k}"]
 
     # MRR@k from one full-run recip_rank: the first relevant document sits at rank 1/rr, so MRR@k is rr
     # when that rank is within k and 0 otherwise (identical to recip_rank on the run cut at k).
     for qid, values in raw.items():
         first_rank = round(1 / values["recip_rank"]) if values["recip_rank"] > 0 else None
         for k in k_values:
-            per_query[qid][f"MRR@{k}"] = values["recip_rank"] if first_rank is not None and first_rank <= k else 0.0
+            in_cut = first_rank is not None and first_rank <= k
+            per_query[qid][str(MetricKey("MRR", k))] = values["recip_rank"] if in_cut else 0.0
 
     annotated = {did for docs in qrels.values() for did in docs}
     for qid, docs in scored_run.items():
@@ -84,10 +86,10 @@ def evaluate(qrels: Qrels, run: Run, k_values=DEFAULT_K, ignore_identical_ids: b
         relevant = {did for did, rel in judged[qid].items() if rel > 0}
         for k in k_values:
             top = order[:k]
-            per_query[qid][f"R_cap@{k}"] = sum(d in relevant for d in top) / min(k, len(relevant))
-            per_query[qid][f"Hole@{k}"] = sum(d not in annotated for d in top) / k
+            per_query[qid][str(MetricKey("R_cap", k))] = sum(d in relevant for d in top) / min(k, len(relevant))
+            per_query[qid][str(MetricKey("Hole", k))] = sum(d not in annotated for d in top) / k
 
-    names = [f"{label}@{k}" for label in ("NDCG", "MAP", "Recall", "P", "MRR", "R_cap", "Hole") for k in k_values]
+    names = [str(MetricKey(measure, k)) for measure in MEASURES for k in k_values]
     for qid in missing:
         per_query[qid] = dict.fromkeys(names, 0.0)
     n = len(judged)

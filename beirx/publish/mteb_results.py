@@ -20,14 +20,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.results import ResultsDocument
+from beirx.artifacts.results import MetricKey, ResultsDocument
 from beirx.atomic import write_json
 from beirx.errors import BeirxError
 
 log = logging.getLogger(__name__)
 
-_FAMILIES = {"NDCG": "ndcg", "MAP": "map", "Recall": "recall", "P": "precision", "MRR": "mrr"}
-_METRIC = re.compile(r"^(NDCG|MAP|Recall|P|MRR)@(\d+)$")
+_FAMILIES = {"NDCG": "ndcg", "MAP": "map", "Recall": "recall", "P": "precision", "MRR": "mrr"}  # ours -> MTEB's
 MAIN_SCORE = "ndcg_at_10"
 NO_REVISION = "no_revision_available"  # MTEB's folder name when a model's revision is unknown
 
@@ -41,9 +40,9 @@ def mteb_scores(metrics: dict[str, float]) -> dict[str, float]:
     """beirx metric names (``NDCG@10``) -> MTEB's (``ndcg_at_10``); beirx-only ones (R_cap, Hole) are left out."""
     scores: dict[str, float] = {}
     for name, value in metrics.items():
-        match = _METRIC.match(name)
-        if match:
-            scores[f"{_FAMILIES[match.group(1)]}_at_{match.group(2)}"] = float(value)
+        key = MetricKey.parse(name)
+        if key and key.measure in _FAMILIES:
+            scores[f"{_FAMILIES[key.measure]}_at_{key.cutoff}"] = float(value)
     if "recall_at_1" in scores:
         scores["accuracy"] = scores["recall_at_1"]  # MTEB reports recall@1 as accuracy too
     if MAIN_SCORE not in scores:
