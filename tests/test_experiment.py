@@ -8,7 +8,8 @@ import pytest
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate.outputs import result_stem
-from beirx.evaluate.runner import Stages, run_experiment
+from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.stages import Stages
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
 from beirx.evaluate.metrics import evaluate
