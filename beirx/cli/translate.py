@@ -93,7 +93,7 @@ def run(args) -> int:
     from beirx.translate import budget, pipeline
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.memory import TranslationMemory
-    from beirx.translate.shards import Shard, shard_count
+    from beirx.translate.shards import shard_count
 
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
@@ -117,14 +117,7 @@ def run(args) -> int:
         budget.require_cap(translator, args.max_cost)
     with _executor(args, translator) as executor:
         if args.shard:
-            shard = Shard.parse(args.shard)
-            with TranslationMemory(shard.memory_path(memory_path)) as memory:
-                done = pipeline.translate_shard(dataset, translator, memory, shard, batch_size=args.batch_size,
-                                                progress=progress, executor=executor, **common)
-            counts = done["counts"]
-            print(f"shard {shard}: {counts['segments_unique']} unique segments, {counts['from_memory']} from memory, "
-                  f"{counts['translated']} translated in {done['seconds']:.1f} s -> {done['memory']}")
-            return 0
+            return _translate_shard(args, dataset, translator, executor, memory_path, progress, common)
         assemble = (args.assemble or shard_count(memory_path)) if args.assemble is not None else None
         output = args.output or default_output(dataset, args.lang, args.limit)
         with TranslationMemory(memory_path) as memory:
@@ -147,6 +140,22 @@ def run(args) -> int:
     print(f"manifest: {output / pipeline.MANIFEST}")
     if not args.no_quality:
         _quality(dataset, output, args, progress)
+    return 0
+
+
+def _translate_shard(args, dataset, translator, executor, memory_path: Path, progress: bool, common: dict) -> int:
+    """``--shard I/N``: one share of the batches into the shard's own memory file; no dataset is written."""
+    from beirx.translate import pipeline
+    from beirx.translate.memory import TranslationMemory
+    from beirx.translate.shards import Shard
+
+    shard = Shard.parse(args.shard)
+    with TranslationMemory(shard.memory_path(memory_path)) as memory:
+        done = pipeline.translate_shard(dataset, translator, memory, shard, batch_size=args.batch_size,
+                                        progress=progress, executor=executor, **common)
+    counts = done["counts"]
+    print(f"shard {shard}: {counts['segments_unique']} unique segments, {counts['from_memory']} from memory, "
+          f"{counts['translated']} translated in {done['seconds']:.1f} s -> {done['memory']}")
     return 0
 
 
