@@ -90,6 +90,45 @@ def test_models_layer_imports_no_stage():
     assert {f: n for f, n in lazy.items() if n} == {}
 
 
+def _module_graph() -> dict[str, set[str]]:
+    """``{module: the beirx modules it imports}``, imports inside functions included."""
+    files = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in (REPO / "beirx").rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # "from . import x" inside a package
+                    base = ".".join(filter(None, [package, base]))
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = (found & files.keys()) - {name}
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    """Not even through an import inside a function (translate's executors and ray_executor were one)."""
+    graph = _module_graph()
+    assert {"beirx.translate.work", "beirx.evaluate.stages"} <= graph.keys()
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            current = todo.pop()
+            if current == goal:
+                return True
+            if current not in seen:
+                seen.add(current)
+                todo.extend(graph[current])
+        return False
+
+    assert sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(b, a)}) == []
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"]])
 def test_help_imports_no_heavy_library(argv):
     code = ("import json, runpy, sys\n"
