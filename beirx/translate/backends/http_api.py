@@ -6,11 +6,9 @@ Why it is shaped like this:
 * **Packing.** The pipeline hands over up to ``max_batch_size`` segments; each API also caps a request's
   size (Google: 128 segments, ~30k code points; DeepL: 50 texts, 128 KiB body). :func:`pack_requests`
   cuts a batch into consecutive runs that respect both, so order is preserved by construction.
-* **Retries.** 429, 5xx, timeouts and dropped connections are transient on these services. We retry with
-  exponential backoff and "equal jitter" (half the capped exponential delay, plus a uniform random half;
-  AWS Architecture Blog, "Exponential Backoff And Jitter", 2015) so parallel clients do not retry in
-  lock-step, and honour ``Retry-After`` when the server sends it. Delays go through
-  :class:`RetryPolicy`, whose ``sleep`` and ``rng`` are injectable so tests run in milliseconds.
+* **Retries.** 429, 5xx, timeouts and dropped connections are transient on these services; they are
+  retried by :class:`beirx.retry.RetryPolicy` (exponential backoff with jitter, ``Retry-After`` honoured),
+  whose ``sleep`` and ``rng`` are injectable so tests run in milliseconds.
 * **Failing cleanly.** When retries are exhausted, or the error is permanent (bad key, quota used up,
   bad request), :class:`ApiError` (a ``BeirxError``) stops the run. The pipeline commits every finished
   batch to its translation memory first, so nothing already paid for is lost and a rerun resumes.
@@ -25,20 +23,17 @@ Why it is shaped like this:
 
 from __future__ import annotations
 
-import email.utils
 import html
 import json
 import logging
 import os
-import random
 import re
-import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from beirx.errors import BeirxError
+from beirx.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator
 
 log = logging.getLogger(__name__)
@@ -46,49 +41,8 @@ log = logging.getLogger(__name__)
 #: The pipeline's placeholder tokens for spans that must be kept verbatim.
 PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
-#: HTTP statuses worth retrying: rate limiting and server-side failures (DeepL uses 529 for overload).
-RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
-
-
 class ApiError(BeirxError):
     """A cloud API request failed for good; the message says what to do (the key is never in it)."""
-
-
-@dataclass
-class RetryPolicy:
-    """How often and how long to wait between attempts of one request.
-
-    ``attempts`` counts every try (first one included). The wait before retry ``n`` (0-based) is
-    ``d/2 + U(0, d/2)`` with ``d = min(max_delay, base_delay * 2**n)``, or the server's ``Retry-After``
-    (capped at ``max_retry_after``) when it sent one.
-    """
-
-    attempts: int = 6
-    base_delay: float = 1.0
-    max_delay: float = 60.0
-    max_retry_after: float = 600.0
-    sleep: Callable[[float], None] = time.sleep
-    rng: random.Random = field(default_factory=random.Random)
-
-    def delay(self, retry: int, retry_after: float | None = None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_retry_after)
-        capped = min(self.max_delay, self.base_delay * (2 ** retry))
-        return capped / 2 + self.rng.uniform(0, capped / 2)
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date, RFC 9110 §10.2.3)."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def pack_requests(items: Sequence[str], max_items: int, budget: int, cost: Callable[[str], int],
