@@ -72,8 +72,8 @@ def configure_logging(verbose: int, quiet: bool) -> None:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
     if verbose < 2:  # third-party chatter stays out of the way unless debugging
-        for noisy in ("bm25s", "urllib3", "httpx", "filelock", "datasets", "huggingface_hub", "sentence_transformers",
-                      "elastic_transport", "opensearch"):
+        for noisy in ("bm25s", "urllib3", "httpx", "httpx2", "openai", "filelock", "datasets", "huggingface_hub",
+                      "sentence_transformers", "elastic_transport", "opensearch"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -1,0 +1,34 @@
+"""A circuit breaker: stop calling a server that is down instead of retrying every request for hours.
+
+After ``threshold`` consecutive failed attempts that say the server itself is unwell (connection refused,
+timeout, 5xx; not 429, which means it is up and pacing us) the breaker opens and every request fails at
+once with a clear error (Nygard, "Release It!", 2007, ch. 5). The caller stops the run; whatever it had
+committed stays committed and a rerun resumes. Any success closes the count again.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class CircuitBreaker:
+    def __init__(self, threshold: int = 10):
+        self.threshold = max(1, int(threshold))
+        self.consecutive = 0
+        self.last_failure = ""
+        self.open = False
+        self._lock = threading.Lock()
+
+    def success(self) -> None:
+        with self._lock:
+            if not self.open:
+                self.consecutive = 0
+
+    def failure(self, description: str) -> bool:
+        """Record a failed attempt; True once the breaker is open."""
+        with self._lock:
+            if not self.open:
+                self.consecutive += 1
+                self.last_failure = description
+                self.open = self.consecutive >= self.threshold
+            return self.open

@@ -1,0 +1,229 @@
+"""The OpenAI-compatible client: bounded concurrency, retries honouring ``Retry-After``, timeouts, a
+circuit breaker and usage metering around the official ``openai`` async client.
+
+Why it is shaped like this:
+
+* **One event loop of its own.** The client runs ``openai.AsyncOpenAI`` on a private event loop in a
+  daemon thread, started at the first request. Stage code that is not async calls :meth:`LLMClient.call`
+  / :meth:`LLMClient.call_many`; async code awaits :meth:`LLMClient.acall` from any loop; threads may
+  :meth:`LLMClient.submit`. The connection pool, the concurrency limit and the breaker live on that one
+  loop, so every caller shares one budget of ``Endpoint.concurrency`` requests in flight.
+* **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
+  meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
+  ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
+  (:class:`beirx.retry.RetryPolicy`). A waiting request gives its concurrency slot back.
+* **Failing cleanly.** 400/401/403/404/422 are not retried (:class:`LLMRequestError`, with the server's
+  message and status). A request that exhausts its attempts raises :class:`LLMError`; when the breaker
+  opens every request fails at once with :class:`EndpointDown`. All are ``BeirxError``s, and the key is
+  scrubbed from every message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from beirx.errors import BeirxError, require
+from beirx.models.llm.breaker import CircuitBreaker
+from beirx.models.llm.calls import CHAT, Reply, Request
+from beirx.models.llm.endpoint import Endpoint
+from beirx.models.llm.usage import UsageMeter
+from beirx.redact import redact_text, redact_url
+from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
+
+log = logging.getLogger(__name__)
+
+
+class LLMError(BeirxError):
+    """A request to the LLM server failed for good."""
+
+
+class LLMRequestError(LLMError):
+    """The server refused this request (HTTP ``status``); retrying the same request cannot help."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class EndpointDown(LLMError):
+    """The circuit breaker is open: the server failed ``breaker_failures`` attempts in a row."""
+
+
+class LLMClient:
+    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``.
+
+    ``meter`` sums usage (and enforces ``max_cost``); ``limiter`` (anything usable as ``async with``)
+    replaces the in-process concurrency limit, e.g. to share one budget between processes; ``sleep`` is
+    the backoff wait (tests record it instead of sleeping).
+    """
+
+    def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None, limiter: Any = None,
+                 sleep: Callable[[float], Awaitable[Any]] | None = None):
+        self.endpoint = endpoint
+        self.meter = meter if meter is not None else UsageMeter()
+        self.breaker = CircuitBreaker(endpoint.breaker_failures)
+        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
+                                  max_delay=endpoint.max_backoff)
+        self._limiter = limiter
+        self._sleep = sleep or asyncio.sleep
+        self._key = ""
+        self._openai = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+
+    # -- entry points ------------------------------------------------------------------------------------
+    def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
+        """Send ``request`` (from any thread); the future holds the :class:`Reply` or the error."""
+        loop = self._running_loop()
+        return asyncio.run_coroutine_threadsafe(self._call(request), loop)
+
+    def call(self, request: Request) -> Reply:
+        """Send ``request`` and wait for its reply (synchronous code)."""
+        return self.submit(request).result()
+
+    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
+        """Send all ``requests`` concurrently (within the limit); replies in request order. With
+        ``return_exceptions`` a failed request's error takes its place, else the first error is raised
+        once every request has finished."""
+        loop = self._running_loop()
+
+        async def gather():
+            return await asyncio.gather(*(self._call(r) for r in requests), return_exceptions=True)
+
+        results = asyncio.run_coroutine_threadsafe(gather(), loop).result()
+        if not return_exceptions:
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+        return results
+
+    async def acall(self, request: Request) -> Reply:
+        """Await ``request`` from any event loop."""
+        return await asyncio.wrap_future(self.submit(request))
+
+    def close(self) -> None:
+        """Close the connections and stop the client's loop (idempotent)."""
+        with self._start_lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None:
+            return
+        if self._openai is not None:
+            asyncio.run_coroutine_threadsafe(self._openai.close(), loop).result()
+            self._openai = None
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def describe(self) -> dict[str, Any]:
+        return self.endpoint.describe()
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        with self._start_lock:
+            if self._loop is None:
+                openai = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
+                self._key = self.endpoint.api_key()  # fails here, before anything is sent, when a key is needed
+                self._openai_module = openai
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=loop.run_forever, name="beirx-llm-client", daemon=True)
+                self._thread.start()
+                self._loop = loop
+                asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
+            return self._loop
+
+    async def _setup(self) -> None:
+        self._openai = self._openai_module.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
+                                                       timeout=self.endpoint.timeout, max_retries=0)
+        if self._limiter is None:
+            self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
+
+    # -- one request ------------------------------------------------------------------------------------------
+    async def _call(self, request: Request) -> Reply:
+        reserved = self.meter.reserve(request.worst_case())
+        usage = None
+        try:
+            reply = await self._attempts(request)
+            usage = reply.usage
+            return reply
+        finally:
+            self.meter.settle(reserved, usage)
+
+    async def _attempts(self, request: Request) -> Reply:
+        openai = self._openai_module
+        last = ""
+        for attempt in range(self.policy.attempts):
+            self._check_breaker()
+            wait_hint = None
+            try:
+                async with self._limiter:
+                    self._check_breaker()
+                    reply = await self._send(request, attempt + 1)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last = f"HTTP {status}" + (f" ({self._scrub(_message(exc))})" if _message(exc) else "")
+                if status not in RETRY_STATUSES:
+                    raise LLMRequestError(f"{self._where()}: {last}", status) from None
+                kind = "rate_limited" if status == 429 else "server_error"
+                wait_hint = retry_after(exc.response.headers)
+            except openai.APITimeoutError:
+                kind, last = "timeout", f"no answer within {self.endpoint.timeout:g} s"
+            except openai.APIConnectionError as exc:
+                kind, last = "connection", f"connection failed ({self._scrub(str(exc.__cause__ or exc))})"
+            else:
+                self.breaker.success()
+                return reply
+            if kind != "rate_limited" and self.breaker.failure(last):
+                self._check_breaker()
+            if attempt + 1 == self.policy.attempts:
+                break
+            self.meter.retried(kind)
+            wait = self.policy.delay(attempt, wait_hint)
+            (log.info if kind == "rate_limited" else log.warning)(
+                "%s: %s; retry %d/%d in %.2f s", self._where(), last, attempt + 1, self.policy.attempts - 1, wait)
+            await self._sleep(wait)
+        raise LLMError(f"{self._where()}: request failed after {self.policy.attempts} attempts (last: {last})")
+
+    async def _send(self, request: Request, attempt: int) -> Reply:
+        api = self._openai.chat.completions if request.kind == CHAT else self._openai.completions
+        body = request.body(self.endpoint.model)
+        extra = {k: body.pop(k) for k in request.extra}
+        response = await api.create(**body, extra_body=extra or None)
+        return Reply.from_body(request.kind, response.model_dump(), attempt)
+
+    def _check_breaker(self) -> None:
+        if self.breaker.open:
+            raise EndpointDown(
+                f"{self._where()} is not answering: {self.breaker.consecutive} failed attempts in a row (last: "
+                f"{self.breaker.last_failure}). Stopped; everything finished so far is kept. Check the server, "
+                "then rerun the same command to resume")
+
+    def _where(self) -> str:
+        return f"LLM server {redact_url(self.endpoint.base_url)} (model {self.endpoint.model})"
+
+    def _scrub(self, text: str) -> str:
+        text = redact_text(text)
+        return text.replace(self._key, "***") if self._key and len(self._key) > 3 else text
+
+
+def _message(exc: Any) -> str:
+    """The server's own error message, short."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = inner.get("message") if isinstance(inner, dict) else inner
+        if text:
+            return str(text)[:300]
+    return str(getattr(exc, "message", "") or "")[:300]
