@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from llm_fixtures import (apertium_en_es, fake_llm, fake_llm_factory, gemma_gguf, llama_server,  # noqa: F401
+                          tiny_causal_lm)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

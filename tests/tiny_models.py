@@ -37,3 +37,48 @@ def build_tiny_marian(work: Path, lines: list[str], *, vocab_size: int, max_leng
     MarianMTModel(model_config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+#: A Gemma-style chat template (turns between <start_of_turn>/<end_of_turn>; a system message is folded
+#: into the first user turn, as Gemma's own template does).
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% set ns = namespace(system='', first=true) %}"
+    "{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{% set ns.system = message['content'] + '\n\n' %}"
+    "{% else %}<start_of_turn>{{ 'model' if message['role'] == 'assistant' else 'user' }}\n"
+    "{% if ns.first %}{{ ns.system }}{% set ns.first = false %}{% endif %}"
+    "{{ message['content'] }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def build_tiny_causal_lm(work: Path, lines: list[str], *, vocab_size: int = 320, name: str = "tiny-chat-lm",
+                         **config) -> Path:
+    """A random-weight Llama-architecture causal LM with a byte-level BPE vocabulary trained on ``lines`` and
+    a chat template, saved as an ordinary Hugging Face folder (``AutoModelForCausalLM``/``AutoTokenizer``).
+    Its output is noise: it exercises loading, chat templates, batched generation and output validation
+    (``config`` overrides LlamaConfig's tiny defaults)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"]
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(lines, trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<bos>", eos_token="<eos>",
+                                   unk_token="<unk>", pad_token="<pad>",
+                                   additional_special_tokens=["<start_of_turn>", "<end_of_turn>"])
+    fast.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(0)
+    settings = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                "num_key_value_heads": 1, "max_position_embeddings": 1024, **config}
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(fast), bos_token_id=fast.bos_token_id,
+                                         eos_token_id=[fast.eos_token_id, fast.convert_tokens_to_ids("<end_of_turn>")],
+                                         pad_token_id=fast.pad_token_id, tie_word_embeddings=True, **settings))
+    folder = work / name
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
