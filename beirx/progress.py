@@ -33,6 +33,7 @@ class LogProgress:
             total = len(iterable)
         self.total, self.n, self._start_n = total, initial, initial
         self._start = self._last = time.monotonic()
+        self.postfix = ""
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self._start, 1e-9)
@@ -41,7 +42,8 @@ class LogProgress:
         eta = ""
         if self.total and rate > 0:
             eta = f", ETA {_duration((self.total - self.n) / rate)}"
-        return f"{self.desc}: {done} {self.unit}, {rate:,.1f} {self.unit}/s, elapsed {_duration(elapsed)}{eta}"
+        extra = f", {self.postfix}" if self.postfix else ""
+        return f"{self.desc}: {done} {self.unit}, {rate:,.1f} {self.unit}/s{extra}, elapsed {_duration(elapsed)}{eta}"
 
     def skip(self, n: int) -> None:
         """Items done without work (e.g. served from a cache): counted as done, left out of the rate."""
@@ -95,6 +97,14 @@ def silenced():
         yield
     finally:
         _silenced -= 1
+
+
+def postfix(bar, text: str) -> None:
+    """Show ``text`` after the rate (e.g. an LLM run's tokens/s) on a bar or in the log lines."""
+    if isinstance(bar, LogProgress):
+        bar.postfix = text
+    else:
+        bar.set_postfix_str(text, refresh=False)
 
 
 def progress(iterable=None, *, total: int | None = None, initial: int = 0, desc: str = "", unit: str = "it",

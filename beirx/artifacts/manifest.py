@@ -35,7 +35,8 @@ class TargetSide:
 
     path: str = fld("the folder written")
     lang: str = fld("language of the translation, ISO 639-1")
-    files: dict[str, str] = fld("relative path -> 'translated' or 'copied'")
+    files: dict[str, str] = fld("relative path -> 'translated', 'copied' or 'flags' (an LLM backend's "
+                                "translation_flags.jsonl)")
 
 
 @dataclass(kw_only=True)
@@ -81,6 +82,11 @@ class TranslationManifest(Artifact):
     timings: dict[str, float] = fld("seconds per step and in total")
     cost: dict[str, Any] | None = optional("paid backends: estimated_usd, max_cost_usd, characters_estimated, "
                                            "characters_sent, spent_usd (list price)")
+    llm: dict[str, Any] | None = optional(
+        "LLM backends (beirx.translate.llm): endpoint, api, prompt (version, sha256, source), glossary, retries, "
+        "fallback; this_run: units by outcome (accepted, retried, fallback, flagged), rejection reasons, requests, "
+        "tokens, transport retries and failures, cost_usd; output: records that fell back or were flagged, by field "
+        "and reason (listed in translation_flags.jsonl)")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
 

@@ -2,11 +2,15 @@
 
 An executor maps claimed batches ``(key, segments)`` to ``(key, segments, translations)`` in any order
 (:mod:`beirx.translate.work`); the pipeline owns the plan, the memory, leases and commits, so every executor
-translates exactly the batches a single process would and the output bytes do not depend on the executor.
+translates exactly the batches a single process would and the output bytes do not depend on the executor. An
+executor may return a batch in parts (``segments`` a subset of the batch's): :class:`StreamingExecutor` returns
+each unit of an LLM backend as soon as it is validated, so it is committed at once and never sent again after a
+crash.
 """
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable
 
 from beirx.translate.backends.base import Translator
@@ -27,10 +31,56 @@ class LocalExecutor:
         pass
 
 
+class StreamingExecutor:
+    """Keep about ``in_flight`` units of an asynchronous backend (one with ``submit_unit(segment)`` returning
+    a future) in flight across batch boundaries, and hand each back as soon as it is done.
+
+    The server never idles between batches (no batch waits for its slowest unit), and each unit is
+    committed on its own. An error (the server is down, the budget is spent) stops sending more; the units
+    in flight are still handed back as they finish (so they are committed), then the error is raised.
+    """
+
+    def __init__(self, translator: Translator, in_flight: int):
+        self.translator = translator
+        self.in_flight = max(1, in_flight)
+
+    def map(self, work: Work) -> Done:
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        batches = iter(work)
+        pending, exhausted, error = 0, False, None
+        while True:
+            while not exhausted and error is None and pending < self.in_flight:
+                item = next(batches, None)
+                if item is None:
+                    exhausted = True
+                    break
+                key, segments = item
+                for segment in segments:
+                    future = self.translator.submit_unit(segment)
+                    future.add_done_callback(lambda f, key=key, segment=segment: done.put((key, segment, f)))
+                    pending += 1
+            if not pending:
+                if error is not None:
+                    raise error
+                return
+            key, segment, future = done.get()
+            pending -= 1
+            if future.exception() is not None:
+                error = error or future.exception()
+                continue
+            yield key, [segment], [future.result()]
+
+    def close(self) -> None:
+        pass
+
+
 def make_executor(name: str, translator: Translator, factory: Callable[[], Translator] | None = None,
                   **options) -> Executor:
-    """``local`` (this process) or ``ray`` (replicas built by ``factory`` on Ray; see :mod:`.ray_executor`)."""
+    """``local`` (this process: streaming for a backend with ``submit_unit``) or ``ray`` (replicas built by
+    ``factory`` on Ray; see :mod:`.ray_executor`)."""
     if name == "local":
+        if hasattr(translator, "submit_unit"):
+            return StreamingExecutor(translator, translator.units_in_flight)
         return LocalExecutor(translator)
     if name == "ray":
         from beirx.translate.ray_executor import RayExecutor

@@ -15,6 +15,9 @@ repeat across a dataset (or across datasets) are translated once, and two runs m
 * Concurrency and crashes: WAL journal (readers never block the writer), a busy timeout so a second
   process waits instead of failing, one transaction per batch (a batch is either fully committed or
   absent after SIGKILL), and ``INSERT OR IGNORE`` so two runs committing the same segment never clash.
+* Notes: a backend that validates its outputs (the LLM backends) says what happened to a segment that was
+  not accepted at the first attempt (retried, fell back to another translator, or written and flagged, with
+  the reasons); the note is committed with the segment, so a resumed run still reports it.
 * No duplicated work: before translating a batch a run *claims* it with a lease row (batch key, holder,
   expiry). A second run meeting a batch leased by a live holder skips it and comes back later; a lease
   whose holder died (its PID is gone on this host, or the lease expired without renewal) is taken over.
@@ -49,6 +52,8 @@ CREATE TABLE IF NOT EXISTS systems (
 CREATE TABLE IF NOT EXISTS segments (
     system TEXT NOT NULL, hash TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (system, hash)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS notes (
+    system TEXT NOT NULL, hash TEXT NOT NULL, note TEXT NOT NULL, PRIMARY KEY (system, hash)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
     system TEXT NOT NULL, batch TEXT NOT NULL, holder TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
     expires REAL NOT NULL, PRIMARY KEY (system, batch)) WITHOUT ROWID;
@@ -128,18 +133,34 @@ class TranslationMemory:
                     log.warning("translation memory %s: hash collision on %s; ignoring the stored row", self.path, digest)
         return found
 
-    def add(self, system: str, pairs: list[tuple[str, str]], lease: str | None = None) -> None:
-        """Commit one batch of ``(source, translation)`` pairs in a single transaction; release ``lease``
-        (a batch key from :meth:`claim`) in it and renew this holder's other leases."""
+    def add(self, system: str, pairs: list[tuple[str, str]], lease: str | None = None,
+            notes: dict[str, dict[str, Any]] | None = None) -> None:
+        """Commit ``(source, translation)`` pairs (a batch, or part of one) and their ``notes`` in a single
+        transaction; release ``lease`` (a batch key from :meth:`claim`) in it and renew this holder's leases."""
         now = time.time()
         with self._transaction():
             self._conn.executemany("INSERT OR IGNORE INTO segments VALUES (?, ?, ?, ?, ?)",
                                    [(system, segment_hash(s), s, t, now) for s, t in pairs])
+            if notes:
+                self._conn.executemany("INSERT OR IGNORE INTO notes VALUES (?, ?, ?)",
+                                       [(system, segment_hash(s), json.dumps(n, sort_keys=True, ensure_ascii=False))
+                                        for s, n in notes.items()])
             if lease is not None:
                 self._conn.execute("DELETE FROM leases WHERE system = ? AND batch = ? AND holder = ?",
                                    (system, lease, self.holder))
-                self._conn.execute("UPDATE leases SET expires = ? WHERE holder = ?",
-                                   (now + self.lease_seconds, self.holder))
+            self._conn.execute("UPDATE leases SET expires = ? WHERE holder = ?", (now + self.lease_seconds, self.holder))
+
+    def notes(self, system: str, segments: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``{segment: note}`` for the segments that have one (see the module docstring)."""
+        by_hash = {segment_hash(s): s for s in segments}
+        hashes = list(by_hash)
+        found: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(hashes), _LOOKUP_CHUNK):
+            chunk = hashes[i: i + _LOOKUP_CHUNK]
+            rows = self._conn.execute(f"SELECT hash, note FROM notes WHERE system = ? AND hash IN "
+                                      f"({','.join('?' * len(chunk))})", [system, *chunk])
+            found.update((by_hash[digest], json.loads(note)) for digest, note in rows)
+        return found
 
     def claim(self, system: str, batch: str, segments: list[str]) -> tuple[str, list[str]]:
         """Lease batch ``batch`` (a key naming its segments) for this holder before translating it.
@@ -183,6 +204,9 @@ class TranslationMemory:
                 self._conn.execute("INSERT OR IGNORE INTO systems SELECT * FROM other.systems WHERE key = ?", (system,))
                 added = self._conn.execute("INSERT OR IGNORE INTO segments SELECT * FROM other.segments "
                                            "WHERE system = ?", (system,)).rowcount
+                if self._conn.execute("SELECT 1 FROM other.sqlite_master WHERE name = 'notes'").fetchone():
+                    self._conn.execute("INSERT OR IGNORE INTO notes SELECT * FROM other.notes WHERE system = ?",
+                                       (system,))
         finally:
             self._conn.execute("DETACH DATABASE other")
         return added

@@ -15,7 +15,7 @@ Steps (each streams; memory does not grow with the corpus):
    manifest.
 
 Resume without loss and byte-identical output: every batch is committed to the memory as soon as it is
-translated, and nothing is written to the output folder before all segments are translated. The batches
+translated (an LLM backend's executor commits every unit as soon as it is validated), and nothing is written to the output folder before all segments are translated. The batches
 are planned over *all* unique segments before any is skipped, so a rerun of the same command (or a shard,
 or a Ray replica) meets the same batches, skips those committed, and sends the others to the backend
 exactly as one uninterrupted run would: even a backend whose output depends on the batch (Apertium's
@@ -24,6 +24,7 @@ tagger, padding in NMT) gives the same bytes. Output files are replaced atomical
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -40,16 +41,19 @@ from beirx.artifacts.manifest import (FILENAME, DatasetSide, MemoryRef, TargetSi
 from beirx.atomic import atomic_writer
 from beirx.data import beir_io
 from beirx.progress import progress as progress_bar
-from beirx.progress import skip
+from beirx.progress import postfix, skip
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.backends.base import Translator
-from beirx.translate.executors import LocalExecutor
+from beirx.translate.executors import make_executor
+from beirx.translate.llm.budget import Estimate
+from beirx.translate.llm.outcome import FLAGS_FILE, Tally, flag_rows, summarise
+from beirx.translate.llm.units import DOCUMENT, QUERY
 from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory
 from beirx.translate.placeholders import resolve_mode, unmask
-from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render, units
+from beirx.translate.plan import Part, Planner, Slice, Unit, lost_placeholders, render, units
 from beirx.translate.segment_store import SegmentStore
 from beirx.translate.shards import Shard, batch_key, shard_of
 
@@ -77,6 +81,7 @@ class Counts:
     extra: dict[str, int] = field(default_factory=dict)
     billable: Callable[[list[str]], int] = field(default=lambda segments: sum(map(len, segments)), repr=False,
                                                  compare=False)  # the translator's billable_characters
+    llm: Tally = field(default_factory=Tally, repr=False, compare=False)  # validated backends' outcomes and tokens
 
     def as_dict(self) -> dict[str, int]:
         return {"segments_total": self.segments_total, "segments_unique": self.segments_unique,
@@ -96,11 +101,13 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
     """Translate every segment of the batches ``plan()`` yields that ``memory`` lacks, batch by batch.
 
     Each batch is looked up, then claimed (which re-reads the memory in a write transaction), sent to the
-    executor and committed with its lease released. A batch leased by another live run is skipped and its
-    index kept; further passes revisit only those batches until they are committed (or their lease lapses
-    and this run takes them over).
+    executor and committed with its lease released. An executor may hand a batch back in parts (the LLM
+    executor, unit by unit): each part is committed at once, and the lease is released with the last one.
+    A batch leased by another live run is skipped and its index kept; further passes revisit only those
+    batches until they are committed (or their lease lapses and this run takes them over).
     """
     waiting: array | None = None  # indices of batches another run was translating, in order
+    started = time.monotonic()
     try:
         while True:
             busy = array("q")
@@ -126,17 +133,27 @@ def translate_batches(plan: Callable[[], Iterator[list[str]]], executor, memory:
                     counts.from_memory += len(batch) - len(missing)
                     skip(progress, len(batch) - len(missing))
                     if state == CLAIMED:
+                        remaining[key] = len(missing)
                         yield key, missing
 
+            remaining: dict[str, int] = {}
             for key, segments, outputs in executor.map(work()):
                 if len(outputs) != len(segments):
                     raise BeirxError(f"the translator returned {len(outputs)} translations for {len(segments)} "
                                      "segments")
-                memory.add(system, list(zip(segments, outputs)), lease=key)
+                remaining[key] -= len(segments)
+                done = remaining[key] <= 0
+                notes = {s: o.note for s, o in zip(segments, outputs) if getattr(o, "note", None)}
+                memory.add(system, [(s, str(o)) for s, o in zip(segments, outputs)], lease=key if done else None,
+                           notes=notes)
+                counts.llm.add(outputs)
                 counts.translated += len(segments)
                 counts.characters += counts.billable(segments)
-                counts.batches += 1
+                counts.batches += done
                 counts.empty_translations += sum(1 for o in outputs if not o.strip())
+                if counts.llm:
+                    tokens = counts.llm.prompt_tokens + counts.llm.completion_tokens
+                    postfix(progress, f"{tokens / max(time.monotonic() - started, 1e-9):,.0f} tokens/s")
                 progress.update(len(segments))
             if not busy:
                 return
@@ -199,7 +216,7 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     fields = _check_fields(fields, limit)
     batch_size = int(batch_size or translator.max_batch_size)
     planner, (mode, kinds) = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
-    executor = executor or LocalExecutor(translator)
+    executor = executor or make_executor("local", translator)
     timer = Timer()
     counts = Counts(billable=translator.billable_characters)
     description = translator.describe()
@@ -224,13 +241,20 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
                            "translating (fallback)")
     counts.extra = {"placeholder_fallbacks": failed, "split_long": split_long, **sizes}
 
+    validated = planner.unit_tokens is not None
     with timer.section("write"):
-        files = _write(dataset, output, fields, limit, planner, memory, system)
+        files, flags = _write(dataset, output, fields, limit, planner, memory, system, validated)
+    segmenter = f"beirx rule-based sentences ({translator.src})"
+    if validated:
+        segmenter = (f"beirx document units of at most {planner.unit_tokens} tokens, split at paragraphs then "
+                     f"sentences ({translator.src})")
     options = TranslationOptions(fields=list(fields), limit=limit, batch_size=batch_size, verbatim=mode,
                                  verbatim_kinds=list(kinds), max_segment_tokens=planner.max_tokens,
-                                 segmenter=f"beirx rule-based sentences ({translator.src})", shards=assemble)
+                                 segmenter=segmenter, shards=assemble)
     manifest = _manifest(dataset, output, translator, description, memory, system, counts, timer, started, options,
                          files, fields, limit)
+    if validated:
+        manifest.llm = {**translator.run_report(counts.llm.as_dict()), "output": flags}
     manifest.save(output / MANIFEST)
     log.info("translated %s -> %s: %d segments (%d unique, %d from memory, %d translated)", dataset.name, output,
              counts.segments_total, counts.segments_unique, counts.from_memory, counts.translated)
@@ -271,11 +295,15 @@ def translate_shard(dataset: BeirDataset, translator: Translator, memory: Transl
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
     with SegmentStore(memory.path.parent) as store:
         sizes = _plan(dataset, fields, limit, planner, store, counts)
-        _translate(store, "main", executor or LocalExecutor(translator), memory, system, batch_size, counts, progress,
+        _translate(store, "main", executor or make_executor("local", translator), memory, system, batch_size, counts,
+                   progress,
                    f"shard {shard}", shard)
     counts.extra = dict(sizes)
-    return {"shard": str(shard), "memory": str(memory.path), "system": system, "counts": counts.as_dict(),
+    done = {"shard": str(shard), "memory": str(memory.path), "system": system, "counts": counts.as_dict(),
             "seconds": round(time.time() - started, 3)}
+    if counts.llm:
+        done["llm"] = counts.llm.as_dict()
+    return done
 
 
 def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMemory, *, fields: Iterable[str] = FIELDS,
@@ -291,18 +319,24 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
     counts = Counts(billable=translator.billable_characters)
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
     unique = known = characters = 0
+    tokens = Estimate(translator) if planner.unit_tokens else None
     with SegmentStore(memory.path.parent) as store:
         _plan(dataset, fields, limit, planner, store, counts)
         for chunk in chunks(store.ordered("main"), 2000):
             found = memory.lookup(system, chunk)
             unique, known = unique + len(chunk), known + len(found)
-            characters += translator.billable_characters([s for s in chunk if s not in found])
+            missing = [s for s in chunk if s not in found]
+            characters += translator.billable_characters(missing)
+            if tokens is not None:
+                tokens.add(missing)
     summary = {"segments_total": counts.segments_total, "segments_unique": unique, "from_memory": known,
                "to_translate": unique - known, "characters_to_translate": characters,
                "split_long": planner.long_sentences}
     cost = translator.estimate_cost(summary["characters_to_translate"])
     if cost is not None:
         summary["cost"] = cost
+    if tokens is not None:
+        summary["llm"] = tokens.as_dict()
     return summary
 
 
@@ -317,13 +351,22 @@ def _check_fields(fields: Iterable[str], limit: int | None) -> tuple[str, ...]:
 
 def _planner(translator: Translator, verbatim: str, verbatim_kinds: tuple[str, ...] | None,
              max_segment_tokens: int | None) -> tuple[Planner, tuple[str, tuple[str, ...]]]:
-    """The planner for ``translator``: the model's token limit (capped by ``max_segment_tokens``)."""
+    """The planner for ``translator``: the model's token limit (capped by ``max_segment_tokens``); document
+    units within the backend's budget for LLM backends, which keep URLs and numbers themselves (checked by
+    their validation), so ``auto`` means ``off`` for them and ``split`` (cutting documents) is refused."""
     limits = [x for x in (translator.max_segment_tokens(), max_segment_tokens) if x]
+    unit_tokens = translator.unit_token_budget()
+    if unit_tokens and verbatim == "split":
+        raise BeirxError(f"--verbatim split cuts documents apart; the {translator.name} translator translates whole "
+                         "documents: use --verbatim off (its validation checks URLs and numbers) or placeholders")
     try:
-        mode, kinds = resolve_mode(verbatim, verbatim_kinds, translator.keeps_placeholders)
+        mode, kinds = resolve_mode("off" if unit_tokens and verbatim == "auto" else verbatim, verbatim_kinds,
+                                   translator.keeps_placeholders)
     except ValueError as exc:
         raise BeirxError(str(exc)) from None
-    return Planner(translator.src, mode, kinds, min(limits) if limits else None, translator.count_tokens), (mode, kinds)
+    planner = Planner(translator.src, mode, kinds, min(limits) if limits else None, translator.count_tokens,
+                      unit_tokens=unit_tokens, one_line_units=translator.one_line_units)
+    return planner, (mode, kinds)
 
 
 def _records(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None) -> Iterator[tuple[str, Doc | Query]]:
@@ -335,7 +378,10 @@ def _records(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None) -
 
 def _parts(item: Doc | Query, planner: Planner) -> tuple[list[Part], list[Part]]:
     """The parts of a record's title and text."""
-    return (planner.plan(item.title) if isinstance(item, Doc) else []), planner.plan(item.text)
+    if isinstance(item, Doc):
+        title, text = planner.plan_fields([item.title, item.text], DOCUMENT)
+        return title, text
+    return [], planner.plan_fields([item.text], QUERY)[0]
 
 
 def _plan(dataset: BeirDataset, fields: tuple[str, ...], limit: int | None, planner: Planner, store: SegmentStore,
@@ -411,29 +457,43 @@ def _merge_shards(memory: TranslationMemory, system: str, count: int) -> list[Pa
 
 
 def _write(dataset: BeirDataset, output: Path, fields: tuple[str, ...], limit: int | None, planner: Planner,
-           memory: TranslationMemory, system: str) -> dict[str, str]:
-    """Write corpus, queries and qrels by streaming; return ``{relative path: how it was produced}``."""
+           memory: TranslationMemory, system: str, validated: bool = False) -> tuple[dict[str, str], dict | None]:
+    """Write corpus, queries and qrels by streaming; return ``{relative path: how it was produced}`` and, for a
+    ``validated`` (LLM) backend, the summary of ``translation_flags.jsonl`` (written beside them)."""
     output.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
-    for field_name, source in (("corpus", dataset.corpus_path), ("queries", dataset.queries_path)):
-        target = output / source.name
-        if field_name not in fields:
-            _copy(source, target)
-            files[source.name] = "copied"
-            continue
-        rendered = _rendered(dataset, field_name, limit, planner, memory, system)
-        (beir_io.write_corpus if field_name == "corpus" else beir_io.write_queries)(target, rendered)
-        files[source.name] = "translated"
+    summary = None
+    with contextlib.ExitStack() as stack:
+        flags = stack.enter_context(atomic_writer(output / FLAGS_FILE)) if validated else None
+        rows: list[dict] = []
+        for field_name, source in (("corpus", dataset.corpus_path), ("queries", dataset.queries_path)):
+            target = output / source.name
+            if field_name not in fields:
+                _copy(source, target)
+                files[source.name] = "copied"
+                continue
+
+            def flag(row: dict) -> None:
+                flags.write(json.dumps(row, ensure_ascii=False) + "\n")
+                rows.append({"field": row["field"], "outcome": row["outcome"], "reasons": row["reasons"]})
+
+            rendered = _rendered(dataset, field_name, limit, planner, memory, system, flag if validated else None)
+            (beir_io.write_corpus if field_name == "corpus" else beir_io.write_queries)(target, rendered)
+            files[source.name] = "translated"
+        if validated:
+            files[FLAGS_FILE] = "flags"
+            summary = summarise(rows)
     for split in dataset.splits():
         source = dataset.qrels_path(split)
         _copy(source, output / "qrels" / source.name)
         files[f"qrels/{source.name}"] = "copied"
-    return files
+    return files, summary
 
 
 def _rendered(dataset: BeirDataset, field_name: str, limit: int | None, planner: Planner, memory: TranslationMemory,
-              system: str) -> Iterator[Doc | Query]:
-    """The translated records of one field, in source order, a chunk of records per memory lookup."""
+              system: str, flag: Callable[[dict], None] | None = None) -> Iterator[Doc | Query]:
+    """The translated records of one field, in source order, a chunk of records per memory lookup; ``flag``
+    receives the flag row of each record whose units fell back or were flagged (LLM backends)."""
     for chunk in chunks(_records(dataset, (field_name,), limit), RECORDS_PER_CHUNK):
         planned = [(item, *_parts(item, planner)) for _, item in chunk]
         every = [u for _, title, text in planned for u in (*units(title), *units(text))]
@@ -441,7 +501,12 @@ def _rendered(dataset: BeirDataset, field_name: str, limit: int | None, planner:
         fallbacks: dict[Unit, list[Part]] = {u: planner.fallback(u) for u in every if lost_placeholders(u, translations)}
         if fallbacks:
             translations.update(memory.lookup(system, {x.masked for p in fallbacks.values() for x in units(p)}))
+        notes = memory.notes(system, {u.masked for u in every}) if flag else {}
         for item, title, text in planned:
+            row = notes and flag_rows(field_name, item.id, [(u.source, notes[u.masked]) for u in
+                                                            (*units(title), *units(text)) if u.masked in notes])
+            if row:
+                flag(row)
             if isinstance(item, Doc):
                 yield item.with_text(render(text, translations, fallbacks), render(title, translations, fallbacks))
             else:

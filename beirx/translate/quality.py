@@ -71,16 +71,9 @@ def distribution(values: np.ndarray) -> Distribution:
 def back_translate(translator: Translator, texts: list[str]) -> list[str]:
     """``texts`` through ``translator``, segmented into sentences exactly as the pipeline segments
     (:mod:`beirx.translate.plan`), so a model with an input limit never truncates a document."""
-    from beirx.translate.plan import Planner, render, units
+    from beirx.translate.plan import translate_texts
 
-    planner = Planner(translator.src, "off", (), translator.max_segment_tokens(), translator.count_tokens)
-    plans = [planner.plan(text) for text in texts]
-    unique = sorted({u.masked for parts in plans for u in units(parts)}, key=lambda s: (len(s), s))
-    translations: dict[str, str] = {}
-    for start in range(0, len(unique), translator.max_batch_size):
-        batch = unique[start:start + translator.max_batch_size]
-        translations.update(zip(batch, translator.translate_batch(batch)))
-    return [render(parts, translations, {}) for parts in plans]
+    return translate_texts(translator, texts)
 
 
 def chrf(hypotheses: list[str], references: list[str]) -> dict[str, Any]:

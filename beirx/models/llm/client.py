@@ -24,13 +24,14 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.models.llm.calls import CHAT, Reply, Request
 from beirx.models.llm.endpoint import Endpoint
+from beirx.models.llm.loop import BackgroundLoop
 from beirx.models.llm.usage import UsageMeter
 from beirx.redact import redact_text, redact_url
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
@@ -73,15 +74,20 @@ class LLMClient:
         self._sleep = sleep or asyncio.sleep
         self._key = ""
         self._openai = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop("beirx-llm-client")
         self._start_lock = threading.Lock()
 
     # -- entry points ------------------------------------------------------------------------------------
     def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
         """Send ``request`` (from any thread); the future holds the :class:`Reply` or the error."""
-        loop = self._running_loop()
-        return asyncio.run_coroutine_threadsafe(self._call(request), loop)
+        self._start()
+        return self._loop.submit(self._call(request))
+
+    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        """Run ``coroutine`` on the client's loop (code that drives many requests: its ``await acall`` then
+        costs no thread hop); the future holds its result. Start the client first if needed."""
+        self._start()
+        return self._loop.submit(coroutine)
 
     def call(self, request: Request) -> Reply:
         """Send ``request`` and wait for its reply (synchronous code)."""
@@ -91,12 +97,12 @@ class LLMClient:
         """Send all ``requests`` concurrently (within the limit); replies in request order. With
         ``return_exceptions`` a failed request's error takes its place, else the first error is raised
         once every request has finished."""
-        loop = self._running_loop()
+        self._start()
 
         async def gather():
             return await asyncio.gather(*(self._call(r) for r in requests), return_exceptions=True)
 
-        results = asyncio.run_coroutine_threadsafe(gather(), loop).result()
+        results = self._loop.submit(gather()).result()
         if not return_exceptions:
             for result in results:
                 if isinstance(result, BaseException):
@@ -105,21 +111,17 @@ class LLMClient:
 
     async def acall(self, request: Request) -> Reply:
         """Await ``request`` from any event loop."""
+        if self._loop.here():
+            return await self._call(request)
         return await asyncio.wrap_future(self.submit(request))
 
     def close(self) -> None:
         """Close the connections and stop the client's loop (idempotent)."""
         with self._start_lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None:
-            return
-        if self._openai is not None:
-            asyncio.run_coroutine_threadsafe(self._openai.close(), loop).result()
-            self._openai = None
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.close()
+            if self._openai is not None:
+                self._loop.submit(self._openai.close()).result()
+                self._openai = None
+            self._loop.stop()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -131,20 +133,16 @@ class LLMClient:
         return self.endpoint.describe()
 
     # -- the loop ------------------------------------------------------------------------------------------
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
+    def _start(self) -> None:
         with self._start_lock:
-            if self._loop is None:
-                openai = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
+            if self._openai is None:
+                self._openai_module = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
                 self._key = self.endpoint.api_key()  # fails here, before anything is sent, when a key is needed
-                self._openai_module = openai
-                loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=loop.run_forever, name="beirx-llm-client", daemon=True)
-                self._thread.start()
-                self._loop = loop
-                asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
-            return self._loop
+                self._loop.submit(self._setup()).result()
 
     async def _setup(self) -> None:
+        if logging.getLogger("httpx2").level == logging.NOTSET:  # one INFO line per request otherwise
+            logging.getLogger("httpx2").setLevel(logging.WARNING)
         self._openai = self._openai_module.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
                                                        timeout=self.endpoint.timeout, max_retries=0)
         if self._limiter is None:

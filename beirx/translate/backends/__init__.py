@@ -8,4 +8,6 @@ TRANSLATORS = Registry("translator", {
     "apertium": "beirx.translate.backends.apertium:ApertiumTranslator",
     "google": "beirx.translate.backends.google:GoogleTranslator",
     "deepl": "beirx.translate.backends.deepl:DeepLTranslator",
+    "openai": "beirx.translate.backends.openai:OpenAITranslator",
+    "hf-llm": "beirx.translate.backends.hf_llm:HFLLMTranslator",
 })
