@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 import re
+import socket
 import sys
 import threading
 import time
@@ -122,27 +123,49 @@ def word_map(words: dict[str, str] | None = None) -> Callable[[str], str]:
     return translate
 
 
-def apertium(src: str = "en", tgt: str = "es", batch_window: float | None = None) -> Callable[[str], str]:
-    """Real rule-based MT through beirx's Apertium backend, memoised by text.
+class apertium:  # noqa: N801 - used like a function: apertium("en", "es")(text)
+    """Real rule-based MT through beirx's Apertium backend, memoised by text, line by line (as an LLM keeps a
+    unit's lines; Apertium alone would run them together).
 
-    Each text is translated alone (one ``apertium`` process, ~0.2 s CPU), so the answer is a pure function
-    of the text. ``batch_window`` (seconds) instead collects the texts that arrive within it and translates
-    them in one process: far cheaper for a whole dataset, but Apertium's tagger then lets neighbours change
-    ~2% of sentences, so answers depend on arrival order.
+    Each text is translated in one ``apertium`` process (~0.2 s CPU), so the answer is a pure function of
+    the text. :meth:`warm` translates many texts in one process beforehand (tests whose server must answer
+    at once). ``batch_window`` (seconds) instead collects the lines that arrive within it and translates them
+    in one process: far cheaper for a whole dataset, but Apertium's tagger then lets neighbours change ~2%
+    of sentences, so answers depend on arrival order.
     """
-    from beirx.translate.backends.apertium import ApertiumTranslator
 
-    translator = ApertiumTranslator(src, tgt)
-    cache: dict[str, str] = {}
-    lock = threading.Lock()
-    if batch_window is None:
-        def one(text: str) -> str:
-            with lock:
-                if text not in cache:
-                    cache[text] = translator.translate_batch([text])[0]
-                return cache[text]
-        return one
-    return _MicroBatcher(translator.translate_batch, batch_window, cache).translate
+    def __init__(self, src: str = "en", tgt: str = "es", batch_window: float | None = None):
+        from beirx.translate.backends.apertium import ApertiumTranslator
+
+        self.translator = ApertiumTranslator(src, tgt)
+        self.cache: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self.batcher = _MicroBatcher(self.translator.translate_batch, batch_window, self.cache) \
+            if batch_window is not None else None
+
+    def __call__(self, text: str) -> str:
+        if self.batcher is not None:
+            return "\n".join(self.batcher.translate(line) for line in text.split("\n"))
+        with self.lock:
+            if text in self.cache:
+                return self.cache[text]
+        translation = self._lines([text])[0]
+        with self.lock:
+            return self.cache.setdefault(text, translation)
+
+    def warm(self, texts: list[str]) -> None:
+        """Translate ``texts`` now, in one process, and remember the answers."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if todo:
+            translations = self._lines(todo)
+            with self.lock:
+                for text, translation in zip(todo, translations):
+                    self.cache.setdefault(text, translation)
+
+    def _lines(self, texts: list[str]) -> list[str]:
+        lines = [line for text in texts for line in text.split("\n") if line.strip()]
+        out = iter(self.translator.translate_batch(lines) if lines else [])
+        return ["\n".join(next(out) if line.strip() else line for line in text.split("\n")) for text in texts]
 
 
 class _MicroBatcher:
@@ -231,6 +254,7 @@ class FakeOpenAI:
     retry_after_ms: int = 20
     batch_polls: int = 2  # GET /v1/batches/{id} answers "in_progress" this many times, then "completed"
     require_key: str | None = None  # when set, requests must carry "Authorization: Bearer <key>"
+    down: bool = False  # drop every connection (a crashed server; stop() also sets it)
     calls: list[Call] = field(default_factory=list)
     seen_headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -245,12 +269,14 @@ class FakeOpenAI:
 
     # lifecycle
     def start(self) -> FakeOpenAI:
+        self.down = False
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-openai").start()
         return self
 
     def stop(self) -> None:
+        self.down = True  # kept-alive connections outlive the listening socket: they are dropped too
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -445,6 +471,10 @@ def _handler(server: FakeOpenAI):
 
         def do_POST(self):
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if server.down:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if not self._authorised():
                 return
             path = self.path.split("?")[0]

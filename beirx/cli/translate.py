@@ -1,9 +1,13 @@
 """``beirx translate``: machine-translate a BEIR dataset, keeping IDs and qrels, then score its quality.
 
-    beirx translate --dataset D --lang L [--src en] [--translator hf|ctranslate2|apertium|google|deepl]
+    beirx translate --dataset D --lang L [--src en]
+                    [--translator hf|ctranslate2|apertium|google|deepl|openai|hf-llm]
                     [--model M] [--fields corpus,queries] [--batch-size N] [--limit N] [--output DIR]
                     [--shard I/N | --assemble [N]] [--executor local|ray [--ray-address A] [--workers N]
                     [--gpus-per-worker G]]
+                    [--base-url URL] [--api chat|completions] [--concurrency N] [--retries N]
+                    [--fallback TRANSLATOR] [--prompt-file F] [--glossary F] [--price-in USD --price-out USD]
+                    [--max-cost USD] [--batch]
 
 The output defaults to ``$BEIRX_HOME/datasets/<name>-<lang>``, where ``beirx eval --dataset <name>
 --lang <lang>`` looks for it (a ``--limit`` preview goes to ``<name>-limit<N>-<lang>`` instead, so it is
@@ -11,6 +15,9 @@ never taken for the full dataset). Rerunning an interrupted command resumes from
 Large datasets: ``--shard I/N`` translates one deterministic share of the batches into its own memory
 file (any scheduler can run the N commands), ``--assemble`` merges them and writes the dataset;
 ``--executor ray`` sends the batches to translator replicas on Ray (see docs/translating-msmarco.md).
+LLM translators (``openai``: any OpenAI-compatible server; ``hf-llm``: a local causal LM) translate whole
+documents, validate every answer, retry, fall back (``--fallback``) or flag (``translation_flags.jsonl``);
+see :mod:`beirx.translate.llm`.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ import json
 import logging
 from pathlib import Path
 
-from beirx.argtypes import comma_list, key_value, non_negative_float, output_dir, positive_int
+from beirx.argtypes import (comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_float,
+                            positive_int)
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -34,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", required=True, help="target language (ISO 639-1, e.g. pl, es)")
     parser.add_argument("--src", default="en", help="source language (default en)")
     parser.add_argument("--translator", default="hf",
-                        help="backend: hf, ctranslate2, apertium, google, deepl (default hf)")
+                        help="backend: hf, ctranslate2, apertium, google, deepl, openai, hf-llm (default hf)")
     parser.add_argument("--model", help="backend model: Hub id or folder (hf, ctranslate2), Apertium mode "
                                         "(e.g. eng-cat_valencia); default: the language pack's model")
     parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
@@ -77,7 +85,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
     parser.add_argument("--max-cost", type=non_negative_float, default=None, metavar="USD",
                         help="paid backends (google, deepl): required for a real run; refuse when the estimate "
-                             "exceeds it")
+                             "exceeds it. LLM backends: stop before the spending (at --price-in/--price-out) "
+                             "would exceed it")
+    llm = parser.add_argument_group("LLM translators (openai, hf-llm)")
+    llm.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: "
+                                        "$OPENAI_BASE_URL, else OpenAI's API; the key only from $OPENAI_API_KEY)")
+    llm.add_argument("--api", choices=("chat", "completions"),
+                     help="chat completions (default), or few-shot plain completions for base models")
+    llm.add_argument("--concurrency", type=positive_int, help="requests in flight (default 8)")
+    llm.add_argument("--timeout", type=positive_float, help="seconds per request attempt (default 120)")
+    llm.add_argument("--retries", type=non_negative_int,
+                     help="rejected answers sent again with a stricter prompt (default 2)")
+    llm.add_argument("--fallback", metavar="TRANSLATOR",
+                     help="backend for units still rejected after the retries (e.g. apertium, hf); "
+                          "default: write them flagged")
+    llm.add_argument("--prompt-file", type=Path, help="TOML file overriding beirx's prompts (see "
+                                                      "beirx/translate/llm/prompts.toml)")
+    llm.add_argument("--glossary", type=Path, help="TSV: term TAB translation, or a term alone (keep it)")
+    llm.add_argument("--unit-tokens", type=positive_int,
+                     help="document unit budget in tokens; longer documents split at paragraphs, then "
+                          "sentences (default 1000)")
+    llm.add_argument("--price-in", type=non_negative_float, metavar="USD",
+                     help="USD per million input tokens (cost in the manifest, --dry-run, --max-cost)")
+    llm.add_argument("--price-out", type=non_negative_float, metavar="USD", help="USD per million output tokens")
+
+
+#: LLM flags and the translator options they set (given only when used, so other backends never see them).
+LLM_OPTIONS = {"base_url": "base_url", "api": "api", "concurrency": "concurrency", "timeout": "timeout",
+               "retries": "retries", "fallback": "fallback", "prompt_file": "prompt_file", "glossary": "glossary",
+               "unit_tokens": "unit_tokens", "price_in": "price_in", "price_out": "price_out"}
+
+
+def translator_options(args, translator_class) -> dict[str, object]:
+    """``--translator-option`` pairs, the LLM flags that were given, and ``--max-cost`` for a backend that
+    enforces it itself (it declares a ``max_cost`` option)."""
+    options = {key: getattr(args, flag) for flag, key in LLM_OPTIONS.items() if getattr(args, flag, None) is not None}
+    options = {k: str(v) if isinstance(v, Path) else v for k, v in options.items()}
+    if args.max_cost is not None and "max_cost" in translator_class.declared_options():
+        options["max_cost"] = args.max_cost
+    return {**options, **dict(args.translator_option)}
 
 
 def default_output(dataset, lang: str, limit: int | None) -> Path:
@@ -98,7 +144,8 @@ def run(args) -> int:
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
     # Backend, options and credential first: a typo or a missing key fails before any download or segmenting.
-    translator = TRANSLATORS.get(args.translator)(args.src, args.lang, args.model, **dict(args.translator_option))
+    translator_class = TRANSLATORS.get(args.translator)
+    translator = translator_class(args.src, args.lang, args.model, **translator_options(args, translator_class))
     if not args.dry_run:
         translator.check_ready()
     dataset = resolve_dataset(args.dataset, lang=args.src)
@@ -128,6 +175,8 @@ def run(args) -> int:
                 paid_run.check()
             manifest = pipeline.translate_dataset(dataset, output, translator, memory, batch_size=args.batch_size,
                                                   progress=progress, executor=executor, assemble=assemble, **common)
+    if manifest.llm:
+        _print_llm(manifest.llm, output)
     if paid_run:
         manifest = paid_run.record(manifest, translator, output)
         print(f"cost: USD {manifest.cost['spent_usd']:.2f} at list price for {manifest.cost['characters_sent']:,} "
@@ -169,14 +218,28 @@ def _executor(args, translator):
         return
     from beirx.translate.backends import TRANSLATORS
 
-    factory = functools.partial(TRANSLATORS.get(args.translator), args.src, args.lang, args.model,
-                                **dict(args.translator_option))
+    translator_class = TRANSLATORS.get(args.translator)
+    options = translator_options(args, translator_class)
+    if hasattr(translator, "for_replicas"):  # replicas share one endpoint's concurrency and cost budgets
+        options = translator.for_replicas(options, args.workers)
+    factory = functools.partial(translator_class, args.src, args.lang, args.model, **options)
     executor = make_executor("ray", translator, factory, workers=args.workers, address=args.ray_address,
                              gpus_per_worker=args.gpus_per_worker)
     try:
         yield executor
     finally:
         executor.close()
+
+
+def _print_llm(llm: dict, output: Path) -> None:
+    run, units = llm["this_run"], llm["this_run"]["units"]
+    print(f"LLM units this run: {units['accepted']} accepted, {units['retried']} retried, {units['fallback']} fell "
+          f"back, {units['flagged']} flagged; {run['requests']} requests, {run['prompt_tokens']:,} + "
+          f"{run['completion_tokens']:,} tokens, USD {run['cost_usd']:.4f}")
+    flagged = {field: f"{c['records_fallback']} fell back, {c['records_flagged']} flagged"
+               for field, c in (llm.get("output") or {}).items()}
+    if flagged:
+        print(f"records: {'; '.join(f'{k}: {v}' for k, v in flagged.items())} (see {output / 'translation_flags.jsonl'})")
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:

@@ -38,7 +38,7 @@ class OpenAITranslator(LLMTranslator):
         self.client = LLMClient(self.endpoint, meter=self.meter)
         self.units_in_flight = 2 * self.endpoint.concurrency
 
-    def check_credentials(self) -> None:
+    def check_ready(self) -> None:
         """Fail now, before any work, when the server needs a key that is not set."""
         self.endpoint.api_key()
 

@@ -1,0 +1,48 @@
+"""What an LLM run will cost before it runs (``--dry-run``), and ``--max-cost``.
+
+The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the
+backend's counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as
+``method``); the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a
+European language runs 1-1.3x the English). Retries come on top (each rejected answer costs one more
+request). During the run the shared client reserves every request's worst case against ``--max-cost`` and
+stops before the cap could be crossed (:class:`beirx.models.llm.UsageMeter`); what was done stays committed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from beirx.models.llm import CHAT, Usage
+from beirx.translate.llm.units import unmark
+
+OUTPUT_RATIO = 1.3
+CHAT_FRAMING_TOKENS = 4  # per message: role markers of chat templates
+
+
+class Estimate:
+    """Summed over the units still to translate; :meth:`as_dict` is the dry run's ``llm`` entry."""
+
+    def __init__(self, translator):
+        self.translator = translator
+        self.requests = self.prompt_tokens = self.completion_tokens = 0
+
+    def add(self, segments: Iterable[str]) -> None:
+        translator = self.translator
+        for segment in segments:
+            kind, text = unmark(segment)
+            unit_tokens = translator.count_tokens(text)
+            request = translator.prompts.request(kind, text, translator._max_tokens(text))
+            framing = CHAT_FRAMING_TOKENS * len(request.messages) if request.kind == CHAT else 0
+            self.requests += 1
+            self.prompt_tokens += translator.count_tokens(request.text) + framing
+            self.completion_tokens += math.ceil(unit_tokens * OUTPUT_RATIO)
+
+    def as_dict(self) -> dict[str, Any]:
+        prices = self.translator.prices
+        usage = Usage(self.prompt_tokens, self.completion_tokens)
+        return {"requests": self.requests, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "token_counting": self.translator.counter.method,
+                "output_ratio": OUTPUT_RATIO, "estimated_cost_usd": round(prices.cost(usage), 6),
+                **prices.describe(), "note": "one request per unit; each retry of a rejected answer adds one"}

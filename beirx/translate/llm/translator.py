@@ -1,0 +1,301 @@
+"""The translation loop both LLM backends share: prompt, validate, retry stricter, split, fall back or flag.
+
+For each unit (:mod:`.units`):
+
+1. send the unit's request (:mod:`.prompts`) and validate the answer (:mod:`.validate`);
+2. an accepted answer is the translation. A rejected one is sent again with the stricter prompt (naming what
+   was wrong), up to ``retries`` times. An answer cut at ``max_tokens`` (or a request the server refuses,
+   e.g. over its context) splits the unit in two at a line, else a sentence boundary, and each half goes
+   through the same loop; a single sentence instead gets twice the ``max_tokens``;
+3. still rejected: the ``fallback`` translator (any other beirx backend, sentence by sentence, line by line)
+   translates it; without one, the last answer that is only *softly* wrong is written, else the source
+   text is kept, and either is flagged with the reasons.
+
+Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
+not about one unit (the server is down, ``--max-cost`` reached, a bad key) stop the run.
+
+A backend provides ``generate(request) -> Reply`` (a coroutine) and the event loop it runs on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import re
+import threading
+from abc import abstractmethod
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beirx.errors import BeirxError
+from beirx.models.llm import (CHAT, BudgetExceeded, EndpointDown, LLMError, LLMRequestError, Prices, Reply, Request,
+                              TokenCounter, Usage)
+from beirx.translate.backends.base import Translator
+from beirx.translate.llm.glossary import Glossary
+from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
+from beirx.translate.llm.prompts import TranslationPrompts
+from beirx.translate.llm.units import unmark
+from beirx.translate.llm.validate import LENGTH_BOUNDS, Validator
+from beirx.translate.segment import split_sentences
+
+log = logging.getLogger(__name__)
+
+#: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
+OUTPUT_FACTOR = 2.5
+MAX_SPLIT_DEPTH = 4
+_PLACEHOLDER = re.compile(r"⟦\d+⟧")
+
+
+@dataclass
+class _Attempts:
+    """How one unit (or half of one) fared."""
+
+    text: str | None = None  # the accepted translation
+    candidate: str | None = None  # the last answer that was only softly wrong
+    reasons: list[str] = field(default_factory=list)  # why the last answer was rejected
+    details: dict[str, Any] = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)  # every rejection reason met
+    attempts: int = 0
+    usage: list[int] = field(default_factory=lambda: [0, 0, 0])  # prompt tokens, completion tokens, requests
+    stripped: list[str] = field(default_factory=list)  # wrappers removed from the accepted answer(s)
+
+
+class LLMTranslator(Translator):
+    """Options (``--translator-option KEY=VALUE``; the common ones also have their own flags): ``api``
+    (chat | completions), ``prompt_file``, ``glossary``, ``retries`` (answers sent again with a stricter
+    prompt, default 2), ``fallback`` (another backend's name), ``unit_tokens`` (document unit budget,
+    default 1000), ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds`` (``LO,HI``),
+    ``price_in``/``price_out`` (USD per million tokens), ``max_cost`` (USD)."""
+
+    max_batch_size = 32
+    keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
+
+    def __init__(self, src: str, tgt: str, model: str | None = None, *, api: str = CHAT,
+                 prompt_file: str | Path | None = None, glossary: str | Path | None = None, retries: int | str = 2,
+                 fallback: str | None = None, unit_tokens: int | str = 1000, temperature: float | str = 0.0,
+                 seed: int | str | None = 0, length_bounds: str | tuple[float, float] | None = None,
+                 price_in: float | str = 0.0, price_out: float | str = 0.0, max_cost: float | str | None = None,
+                 **options: Any):
+        super().__init__(src, tgt, model, **options)
+        if not model:
+            raise BeirxError(f"the {self.name} translator needs --model (the model name the server serves, or a "
+                             "model folder)")
+        self.retries = int(retries)
+        self.unit_tokens = int(unit_tokens)
+        if self.retries < 0 or self.unit_tokens < 16:
+            raise BeirxError(f"{self.name}: retries must be 0 or more and unit_tokens at least 16")
+        self.glossary = Glossary.load(glossary) if glossary else None
+        self.prompts = TranslationPrompts(src, tgt, api, prompt_file, self.glossary, float(temperature),
+                                          None if seed in (None, "", "none") else int(seed))
+        bounds = LENGTH_BOUNDS
+        if length_bounds:
+            bounds = tuple(float(x) for x in str(length_bounds).split(",")) if isinstance(length_bounds, str) \
+                else tuple(length_bounds)
+        self.validator = Validator(src, tgt, self.prompts.fields["tgt_name"], self.glossary, bounds)
+        self.fallback_name = fallback or None
+        self._fallback: Translator | None = None
+        self._fallback_lock = threading.Lock()
+        self.prices = Prices(float(price_in), float(price_out))
+        self.max_cost = None if max_cost in (None, "") else float(max_cost)
+        self.counter = TokenCounter(model)
+
+    # -- what the pipeline asks ------------------------------------------------------------------------------
+    @property
+    def api(self) -> str:
+        return self.prompts.api
+
+    @property
+    def one_line_units(self) -> bool:  # a completion stops at the end of the line
+        return self.api != CHAT
+
+    def unit_token_budget(self) -> int:
+        return self.unit_tokens
+
+    def count_tokens(self, text: str) -> int:
+        return self.counter.count(text)
+
+    @classmethod
+    def billable_characters(cls, segments) -> int:
+        """Characters of the units (without their kind marker)."""
+        return sum(len(unmark(s)[1]) for s in segments)
+
+    def describe(self) -> dict[str, Any]:
+        """What changes a translation (the memory key): model, api, prompts, glossary, sampling. Not the
+        server's address, limits, retries or fallback (the memory's notes say what each unit went through)."""
+        described = {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.describe(),
+                     "temperature": self.prompts.temperature, "seed": self.prompts.seed}
+        if self.glossary:
+            described["glossary_sha256"] = self.glossary.sha256
+        return described
+
+    def settings(self) -> dict[str, Any]:
+        """The run's settings for the manifest (beyond :meth:`describe`)."""
+        return {"retries": self.retries, "fallback": self.fallback_name, "unit_tokens": self.unit_tokens,
+                "token_counting": self.counter.method, "length_bounds": list(self.validator.bounds),
+                "glossary": self.glossary.describe() if self.glossary else None,
+                "prompt_source": self.prompts.file.source}
+
+    # -- the backend ---------------------------------------------------------------------------------------
+    @abstractmethod
+    async def generate(self, request: Request) -> Reply:
+        """The answer to ``request``."""
+
+    @abstractmethod
+    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        """Run ``coroutine`` on the backend's event loop."""
+
+    #: Units the streaming executor keeps in flight (:class:`beirx.translate.executors.StreamingExecutor`).
+    units_in_flight: int = 16
+
+    # -- translating ----------------------------------------------------------------------------------------
+    def submit_unit(self, segment: str) -> concurrent.futures.Future:
+        """Translate one segment (a marked unit) in the background; the future holds its :class:`Checked`."""
+        return self._schedule(self.translate_unit(segment))
+
+    def translate_batch(self, segments: list[str]) -> list[str]:
+        async def batch():
+            return await asyncio.gather(*(self.translate_unit(s) for s in segments))
+
+        return self._schedule(batch()).result()
+
+    async def translate_unit(self, segment: str) -> Checked:
+        kind, text = unmark(segment)
+        result = await self._attempts(kind, text, 0)
+        usage = tuple(result.usage)
+        if result.text is not None:
+            note = None if not result.rejected else {
+                "outcome": RETRIED, "reasons": _unique(result.rejected), "attempts": result.attempts, "written": "llm"}
+            return Checked(result.text, note, usage, result.stripped)
+        note = {"outcome": FLAGGED, "reasons": result.reasons, "attempts": result.attempts,
+                "rejected": _unique(result.rejected)}
+        if result.details:
+            note["details"] = result.details
+        if self.fallback_name:
+            translated = await asyncio.to_thread(self._fall_back, text)
+            if translated is not None:
+                return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
+                                            "fallback": self.fallback_name}, usage)
+            note["reasons"] = _unique(note["reasons"] + ["fallback_failed"])
+        if result.candidate is not None:
+            return Checked(result.candidate, {**note, "written": "llm"}, usage)
+        return Checked(text, {**note, "written": "source"}, usage)
+
+    async def _attempts(self, kind: str, text: str, depth: int) -> _Attempts:
+        result = _Attempts()
+        max_tokens = self._max_tokens(text)
+        rejected_last: list[str] = []
+        for _ in range(self.retries + 1):
+            result.attempts += 1
+            request = self.prompts.request(kind, text, max_tokens, rejected_last or None)
+            try:
+                reply = await self.generate(request)
+            except (EndpointDown, BudgetExceeded):
+                raise
+            except LLMRequestError as exc:
+                if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
+                    raise
+                reasons, verdict = ["request_refused"], None
+                log.warning("unit refused by the server (%s); splitting it", exc)
+            except LLMError as exc:  # this unit's request failed every attempt; others may not
+                reasons, verdict = ["server_error"], None
+                log.warning("%s", exc)
+            else:
+                result.usage[0] += reply.usage.prompt_tokens
+                result.usage[1] += reply.usage.completion_tokens
+                result.usage[2] += 1
+                verdict = self.validator.check(kind, text, reply)
+                if verdict.ok:
+                    result.text, result.stripped = verdict.text, verdict.stripped
+                    return result
+                reasons = verdict.reasons
+                if not verdict.hard:
+                    result.candidate = verdict.text
+            result.reasons, result.details = reasons, verdict.details if verdict else {}
+            result.rejected += reasons
+            rejected_last = reasons
+            if "truncated" in reasons or "request_refused" in reasons:
+                halves = _halves(text, self.src) if depth < MAX_SPLIT_DEPTH else None
+                if halves:
+                    return await self._split(kind, halves, depth, result)
+                max_tokens *= 2
+            if "server_error" in reasons:
+                break
+        return result
+
+    async def _split(self, kind: str, halves: tuple[str, str, str], depth: int, whole: _Attempts) -> _Attempts:
+        """Translate the two halves of a unit and join them with the source's own separator."""
+        left, gap, right = halves
+        parts = await asyncio.gather(self._attempts(kind, left, depth + 1), self._attempts(kind, right, depth + 1))
+        joined = _Attempts(attempts=whole.attempts + max(p.attempts for p in parts),
+                           rejected=whole.rejected + [r for p in parts for r in p.rejected] + ["resplit"],
+                           usage=[a + b + c for a, b, c in zip(whole.usage, *(p.usage for p in parts))],
+                           stripped=[w for p in parts for w in p.stripped])
+        if all(p.text is not None for p in parts):
+            joined.text = parts[0].text + gap + parts[1].text
+        else:
+            joined.reasons = _unique([r for p in parts for r in p.reasons])
+            texts = [p.text if p.text is not None else p.candidate for p in parts]
+            if all(t is not None for t in texts):
+                joined.candidate = texts[0] + gap + texts[1]
+        return joined
+
+    def _max_tokens(self, text: str) -> int:
+        return int(self.count_tokens(text) * OUTPUT_FACTOR) + 16
+
+    def _fall_back(self, text: str) -> str | None:
+        """The fallback backend's translation of a unit, line by line and sentence by sentence; None when it
+        lost a line or a placeholder (then the unit is flagged)."""
+        from beirx.translate.backends import TRANSLATORS
+        from beirx.translate.plan import translate_texts
+
+        with self._fallback_lock:
+            if self._fallback is None:
+                self._fallback = TRANSLATORS.get(self.fallback_name)(self.src, self.tgt)
+            lines = text.split("\n")
+            try:
+                out = translate_texts(self._fallback, lines)
+            except BeirxError as exc:
+                log.warning("fallback %s failed: %s", self.fallback_name, exc)
+                return None
+        if any(not line.strip() or "\n" in line for line in out) or \
+                sorted(_placeholders(text)) != sorted(_placeholders("\n".join(out))):
+            return None
+        return "\n".join(out)
+
+    # -- the manifest ----------------------------------------------------------------------------------------
+    def run_report(self, tally: dict[str, Any]) -> dict[str, Any]:
+        cost = self.prices.cost(Usage(tally["prompt_tokens"], tally["completion_tokens"]))
+        return {**self.settings(), "this_run": {**tally, **self.transport_report(), "cost_usd": round(cost, 6),
+                                                 **self.prices.describe()}}
+
+    def transport_report(self) -> dict[str, Any]:
+        """Retries and failures below the validation (HTTP), when the backend has any."""
+        return {}
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _placeholders(text: str) -> list[str]:
+    return _PLACEHOLDER.findall(text)
+
+
+def _halves(text: str, lang: str) -> tuple[str, str, str] | None:
+    """``(left, separator, right)`` of a unit cut at its middle line, else its middle sentence boundary."""
+    lines = text.split("\n")
+    if len(lines) > 1:
+        middle = len(lines) // 2
+        return "\n".join(lines[:middle]), "\n", "\n".join(lines[middle:])
+    pieces = split_sentences(text, lang)
+    gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
+    if not gaps:
+        return None
+    before = [len("".join(p for p, _ in pieces[:i])) for i in gaps]
+    cut = min(range(len(gaps)), key=lambda k: abs(before[k] - len(text) / 2))
+    i = gaps[cut]
+    return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
+

@@ -1,0 +1,196 @@
+"""Every LLM output is checked before it is written: the failures published LLM-translated benchmarks shipped.
+
+A :class:`Verdict` lists the reasons an answer is rejected. *Hard* reasons leave nothing usable to write
+(``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``, ``meta_commentary``); the
+others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
+``question_lost``, ``lost_numbers``, ``lost_urls``, ``glossary``, ``repetition``) describe a translation
+that could still be written, flagged. The caller retries with a stricter prompt, then falls back or flags.
+
+* Wrappers a model puts around its translation are removed when they are recognisable, and the rest is
+  checked: a first line announcing the translation ("Sure! Here is the translation:"), a label ("Spanish:"),
+  the prompt's ``<text>`` tags, code fences, quotes the source does not have, a trailing "Note: ..." line.
+  Meta-commentary that is not such a wrapper ("The translation of this text is ...") rejects the answer.
+* ``finish_reason == "length"``: the answer was cut at ``max_tokens`` (the caller splits the unit smaller).
+* Refusals: the API's ``refusal`` field, or an answer opening like one ("I'm sorry", "As an AI", "Lo
+  siento" ...) when the source does not.
+* A copied source and the wrong language reuse the quality report's checks
+  (:func:`beirx.translate.quality_flags.copy_reason`, :mod:`beirx.translate.langid`, on answers with at least
+  :data:`MIN_LETTERS_FOR_LANGID` letters: shorter ones are not identified reliably).
+* Length: ``len(output) / len(source)`` outside :data:`LENGTH_BOUNDS` (sources of at least
+  :data:`MIN_CHARS_FOR_RATIO` characters) is ``length_ratio``, or ``answered`` for a query that grew
+  beyond the upper bound: a query answered instead of translated. A question whose translation is not a
+  question is ``question_lost``.
+* Numbers, URLs and placeholders of the source must all be in the answer (digit runs, as the quality report
+  compares them, so ``3.5`` → ``3,5`` passes); glossary terms as the glossary says; no degenerate repetition.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from beirx.models.llm import Reply
+from beirx.translate import langid, quality_flags
+from beirx.translate.llm.glossary import Glossary
+from beirx.translate.llm.units import QUERY, lines
+
+HARD = frozenset({"empty", "refusal", "truncated", "line_count", "lost_placeholders", "meta_commentary"})
+LENGTH_BOUNDS = (0.33, 3.0)
+#: Scripts that need far fewer characters than English: only the upper bound applies to them.
+COMPACT_SCRIPTS = {"zh", "ja", "ko", "th", "lo", "km", "my", "bo"}
+MIN_CHARS_FOR_RATIO = 20
+MIN_LETTERS_FOR_LANGID = 20
+
+_PLACEHOLDER = re.compile(r"⟦\d+⟧")
+_LETTERS = re.compile(r"[^\W\d_]")
+_ANNOUNCE = re.compile(
+    r"^\s*(?:(?:sure|certainly|of course|okay|ok)\b[!,.]*\s*)?(?:here(?:'s| is| are)|below is|this is|the following"
+    r" is)\b[^\n]{0,80}?\btranslat\w*[^\n]{0,60}?[:.]?\s*(?:\n|$)", re.IGNORECASE)
+_TRAILING_NOTE = re.compile(r"\n\s*[(\[]?\s*(?:note|notes|nota|uwaga|remarque|hinweis|translator'?s note)\b[^\n]*"
+                            r"(?:\n[^\n]*)*$", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
+_TAGS = re.compile(r"^\s*<text>\s*\n?(.*?)\n?\s*</text>\s*$", re.DOTALL)
+_QUOTES = [("\"", "\""), ("“", "”"), ("«", "»"), ("„", "“"), ("'", "'"), ("‘", "’"), ("「", "」")]
+_META = re.compile(r"\b(?:(?:the |this |my )?translation(?: of (?:this|the) (?:text|query|document|sentence))? "
+                   r"(?:is|reads|would be)|translated (?:text|version|query)|i (?:have )?translated|"
+                   r"as (?:a|an) (?:ai|language model))\b", re.IGNORECASE)
+_META_LABEL = re.compile(r"\b(?:translation|traducci[oó]n|tradu[cç][aã]o|traduction|[üu]bersetzung|t[łl]umaczenie|"
+                         r"traduzione|vertaling)\b[^\n:]{0,30}:", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"^\s*(?:i'?m sorry|i am sorry|sorry,|i apologi[sz]e|i (?:can(?:no|')t|am unable to|'m unable to|won'?t) "
+    r"(?:help|assist|translate|provide|comply|do)|as an ai\b|lo siento|no puedo|przepraszam|nie mogę|je suis désolé|"
+    r"je ne peux pas|es tut mir leid|ich kann (?:nicht|keine))", re.IGNORECASE)
+_QUESTION_MARKS = "?？؟;;"
+
+
+@dataclass
+class Verdict:
+    """The cleaned answer, why it is rejected (empty: accepted) and details for the flag row."""
+
+    text: str
+    reasons: list[str] = field(default_factory=list)
+    details: dict[str, object] = field(default_factory=dict)
+    stripped: list[str] = field(default_factory=list)  # wrappers removed
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    @property
+    def hard(self) -> bool:
+        return any(r in HARD for r in self.reasons)
+
+
+class Validator:
+    """Checks answers translating ``src`` into ``tgt`` (``tgt_name``: the language's English name, a label a
+    model may print); ``glossary`` and ``length_bounds`` as configured."""
+
+    def __init__(self, src: str, tgt: str, tgt_name: str, glossary: Glossary | None = None,
+                 length_bounds: tuple[float, float] = LENGTH_BOUNDS):
+        self.src, self.tgt = src, tgt
+        self.glossary = glossary
+        low, high = length_bounds
+        self.bounds = (0.0 if langid.base_code(tgt) in COMPACT_SCRIPTS else low, high)
+        self._label = re.compile(rf"^\s*(?:{re.escape(tgt_name)}|translation|{re.escape(tgt)})\s*(?:\([^)\n]*\))?\s*:"
+                                 r"[ \t]*\n?", re.IGNORECASE)
+        self._check_language = langid.supported(tgt)
+
+    def check(self, kind: str, source: str, reply: Reply) -> Verdict:
+        """The verdict on ``reply`` translating the unit ``source`` (its lines; placeholders masked)."""
+        text, stripped = self.strip_wrappers(reply.text, source)
+        verdict = Verdict(text, stripped=stripped)
+        reasons = verdict.reasons
+        if reply.refusal:
+            reasons.append("refusal")
+        if reply.finish_reason == "length":
+            reasons.append("truncated")
+        if not text.strip():
+            reasons.append("empty")
+            return verdict
+        if _REFUSAL.match(text) and not _REFUSAL.match(source) and "refusal" not in reasons:
+            reasons.append("refusal")
+        if any(p.search(text) and not p.search(source) for p in (_META, _META_LABEL)):
+            reasons.append("meta_commentary")
+        source_lines = source.split("\n")
+        output_lines = lines(text)
+        if len(source_lines) == 1:
+            verdict.text = text = " ".join(output_lines)
+        elif len(output_lines) != len(source_lines):
+            reasons.append("line_count")
+            verdict.details["lines"] = [len(source_lines), len(output_lines)]
+        else:
+            verdict.text = text = "\n".join(output_lines)
+        if sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall(source)):
+            reasons.append("lost_placeholders")
+        self._content(kind, _PLACEHOLDER.sub("", source), _PLACEHOLDER.sub("", text), verdict)
+        return verdict
+
+    def _content(self, kind: str, source: str, text: str, verdict: Verdict) -> None:
+        reasons = verdict.reasons
+        copy = quality_flags.copy_reason(source, text)
+        if copy:
+            reasons.append(copy)
+        if self._check_language and len(_LETTERS.findall(text)) >= MIN_LETTERS_FOR_LANGID and not copy:
+            lang, probability = langid.identify(text)
+            if langid.wrong_language(lang, probability, self.src, self.tgt):
+                reasons.append("wrong_language")
+                verdict.details["language"] = {"detected": lang, "probability": round(probability, 3)}
+        if len(source) >= MIN_CHARS_FOR_RATIO:
+            ratio = len(text) / len(source)
+            low, high = self.bounds
+            if not low <= ratio <= high:
+                reasons.append("answered" if kind == QUERY and ratio > high else "length_ratio")
+                verdict.details["length_ratio"] = round(ratio, 3)
+        if kind == QUERY and source.rstrip()[-1:] in _QUESTION_MARKS and not any(m in text for m in _QUESTION_MARKS):
+            reasons.append("question_lost")
+        lost = sorted(quality_flags.numbers(source) - quality_flags.numbers(text))
+        if lost:
+            reasons.append("lost_numbers")
+            verdict.details["lost_numbers"] = lost
+        lost_urls = sorted(u for u in quality_flags.urls(source) if u not in text)
+        if lost_urls:
+            reasons.append("lost_urls")
+            verdict.details["lost_urls"] = lost_urls
+        if self.glossary is not None:
+            missing = self.glossary.missing(source, text)
+            if missing:
+                reasons.append("glossary")
+                verdict.details["glossary"] = missing
+        if quality_flags.repetition(source, text):
+            reasons.append("repetition")
+
+    def strip_wrappers(self, text: str, source: str) -> tuple[str, list[str]]:
+        """``text`` without the recognisable wrappers listed in the module docstring, and which were removed."""
+        removed: list[str] = []
+        head_patterns = ((_ANNOUNCE, "preamble"), (self._label, "label"))
+        for _ in range(3):  # wrappers nest ("Here is the translation:" + quotes); a few passes suffice
+            before = text = text.strip()
+            for pattern, name in head_patterns:
+                match = pattern.match(text)
+                if match and not pattern.match(source):
+                    text = text[match.end():].strip()
+                    removed.append(name)
+            for pattern, name in ((_FENCE, "code_fence"), (_TAGS, "tags")):
+                match = pattern.match(text)
+                if match:
+                    text = match.group(1).strip()
+                    removed.append(name)
+            match = _TRAILING_NOTE.search(text)
+            if match and match.start() > 0 and not _TRAILING_NOTE.search(source):
+                text = text[:match.start()].strip()
+                removed.append("note")
+            if _quoted(text) and not _quoted(source.strip()):
+                text = text[1:-1].strip()
+                removed.append("quotes")
+            if text == before:
+                break
+        return text, removed
+
+
+def _quoted(text: str) -> bool:
+    """Whether ``text`` is one quotation: a pair of quotes around it and no other quote of that kind."""
+    for left, right in _QUOTES:
+        if len(text) > 2 and text[0] == left and text[-1] == right and \
+                text.count(left) + (text.count(right) if right != left else 0) == 2:
+            return True
+    return False
