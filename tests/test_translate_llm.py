@@ -403,3 +403,53 @@ def test_shards_and_ray_replicas_share_one_endpoint_budget(fake_llm, source, tmp
                                      batch_size=3)
     assert manifest.counts["translated"] == 0 and len(fake_llm.calls) == 10
     assert [r["_id"] for r in rows(tmp_path / "out" / "corpus.jsonl")] == [d["_id"] for d in CORPUS]
+
+
+def test_hf_llm_generates_in_process_in_batches_and_validates_the_same_way(tiny_causal_lm, source, tmp_path):
+    from beirx.models.files import folder_checksum
+    from beirx.translate.backends.hf_llm import HFLLMTranslator
+
+    tr = HFLLMTranslator("en", "es", str(tiny_causal_lm), device="cpu", batch_size=4, retries=0)
+    assert tr.describe()["revision"] == folder_checksum(tiny_causal_lm)
+    assert tr.counter.method == "tokenizer of tiny-chat-lm"
+    with TranslationMemory(tmp_path / "tm.sqlite") as tm:
+        manifest = translate_dataset(source, tmp_path / "out", tr, tm, progress=False, fields=("queries",))
+    run_counts = manifest.llm["this_run"]
+    # random weights answer noise, never ending their turn: each query is rejected (truncated) and written flagged
+    assert run_counts["units"] == {"accepted": 0, "retried": 0, "fallback": 0, "flagged": 4}
+    assert run_counts["requests"] == 4 and run_counts["reasons"]["truncated"] == 4
+    assert run_counts["prompt_tokens"] > 0 and run_counts["completion_tokens"] > 0
+    flags = rows(tmp_path / "out" / "translation_flags.jsonl")
+    assert [(f["id"], f["units"][0]["written"]) for f in flags] == [(q["_id"], "source") for q in QUERIES]
+    assert rows(tmp_path / "out" / "queries.jsonl") == QUERIES  # a truncated answer is never written
+
+
+def test_batch_mode_validates_on_ingest_and_resumes_the_batch_in_flight_after_a_kill(fake_llm, source, tmp_path):
+    fake_llm.faults = on_source({"Birds can fly": ["echo"]})  # rejected in round 1, sent again in round 2
+    fake_llm.batch_polls = 10_000  # the first batch never finishes until the test says so
+    command = [sys.executable, "-m", "beirx", "-q", "translate", "--dataset", str(source.root), "--lang", "es",
+               "--translator", "openai", "--model", fake_llm.model, "--base-url", fake_llm.url, "--batch",
+               "--batch-poll", "0.1", "--no-quality", "--output", str(tmp_path / "out"),
+               "--memory", str(tmp_path / "tm.sqlite")]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "batches"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any('"batch": "batch_1"' in p.read_text() for p in state.glob("*.json")):
+        time.sleep(0.05)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert len(fake_llm._batches) == 1 and len(fake_llm._files) == 1 and not fake_llm.calls  # submitted, not run
+    fake_llm.batch_polls = 1
+    resumed = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(fake_llm._batches) == 2  # the batch in flight was polled, not sent again; round 2: one unit
+    assert [c.source for c in fake_llm.calls].count("Birds\nBirds can fly and sing in the morning.") == 2
+    strict = fake_llm.calls[-1].body["messages"][0]["content"]
+    assert "Your previous answer was rejected (untranslated)" in strict
+    live = run(source, tmp_path / "live", translator(fake_llm))
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "live" / name).read_bytes()
+    manifest = TranslationManifest.load(tmp_path / "out" / "translation.json")
+    assert manifest.llm["this_run"]["units"] == {"accepted": 9, "retried": 1, "fallback": 0, "flagged": 0}
+    assert manifest.llm["this_run"]["requests"] == 11 and live.llm["this_run"]["requests"] == 10

@@ -108,6 +108,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--price-in", type=non_negative_float, metavar="USD",
                      help="USD per million input tokens (cost in the manifest, --dry-run, --max-cost)")
     llm.add_argument("--price-out", type=non_negative_float, metavar="USD", help="USD per million output tokens")
+    llm.add_argument("--batch", action="store_true",
+                     help="openai: send the units through the OpenAI Batch API (about half price on hosted APIs, "
+                          "done within 24 h); a rerun resumes the batch in flight")
+    llm.add_argument("--batch-poll", type=positive_float, default=30.0, metavar="SECONDS",
+                     help="how often --batch asks whether the batch is done (default 30)")
 
 
 #: LLM flags and the translator options they set (given only when used, so other backends never see them).
@@ -210,9 +215,22 @@ def _translate_shard(args, dataset, translator, executor, memory_path: Path, pro
 
 @contextlib.contextmanager
 def _executor(args, translator):
-    """This process, or translator replicas on Ray built from the same command-line arguments."""
+    """This process, or translator replicas on Ray built from the same command-line arguments, or the OpenAI
+    Batch API (``--batch``)."""
+    from beirx.data.cache import cache_dir
     from beirx.translate.executors import make_executor
 
+    if args.batch:
+        if args.executor != "local" or not hasattr(translator, "client"):
+            raise BeirxError("--batch needs --translator openai and the local executor")
+        from beirx.translate.llm.batch import BatchExecutor
+        from beirx.translate.memory import system_key
+
+        memory = args.memory or cache_dir("translation_memory") / "memory.sqlite"
+        shard = f"-shard-{args.shard.replace('/', '-of-')}" if args.shard else ""
+        state = memory.parent / "batches" / f"{system_key(translator.describe(), args.src, args.lang)}{shard}.json"
+        yield BatchExecutor(translator, state, args.batch_poll)
+        return
     if args.executor == "local":
         yield make_executor("local", translator)
         return

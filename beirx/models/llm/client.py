@@ -132,6 +132,12 @@ class LLMClient:
     def describe(self) -> dict[str, Any]:
         return self.endpoint.describe()
 
+    def openai_client(self):
+        """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
+        it on the client's loop (:meth:`schedule`)."""
+        self._start()
+        return self._openai
+
     # -- the loop ------------------------------------------------------------------------------------------
     def _start(self) -> None:
         with self._start_lock:

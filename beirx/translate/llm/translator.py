@@ -164,6 +164,12 @@ class LLMTranslator(Translator):
     async def translate_unit(self, segment: str) -> Checked:
         kind, text = unmark(segment)
         result = await self._attempts(kind, text, 0)
+        if result.text is None and self.fallback_name:
+            return await asyncio.to_thread(self.conclude, text, result)
+        return self.conclude(text, result)
+
+    def conclude(self, text: str, result: _Attempts) -> Checked:
+        """The unit's translation and note once its attempts are over (falling back when they failed)."""
         usage = tuple(result.usage)
         if result.text is not None:
             note = None if not result.rejected else {
@@ -174,7 +180,7 @@ class LLMTranslator(Translator):
         if result.details:
             note["details"] = result.details
         if self.fallback_name:
-            translated = await asyncio.to_thread(self._fall_back, text)
+            translated = self._fall_back(text)
             if translated is not None:
                 return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
                                             "fallback": self.fallback_name}, usage)
@@ -197,24 +203,14 @@ class LLMTranslator(Translator):
             except LLMRequestError as exc:
                 if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
                     raise
-                reasons, verdict = ["request_refused"], None
                 log.warning("unit refused by the server (%s); splitting it", exc)
+                reply = "request_refused"
             except LLMError as exc:  # this unit's request failed every attempt; others may not
-                reasons, verdict = ["server_error"], None
                 log.warning("%s", exc)
-            else:
-                result.usage[0] += reply.usage.prompt_tokens
-                result.usage[1] += reply.usage.completion_tokens
-                result.usage[2] += 1
-                verdict = self.validator.check(kind, text, reply)
-                if verdict.ok:
-                    result.text, result.stripped = verdict.text, verdict.stripped
-                    return result
-                reasons = verdict.reasons
-                if not verdict.hard:
-                    result.candidate = verdict.text
-            result.reasons, result.details = reasons, verdict.details if verdict else {}
-            result.rejected += reasons
+                reply = "server_error"
+            reasons = self.record(result, kind, text, reply)
+            if not reasons:
+                return result
             rejected_last = reasons
             if "truncated" in reasons or "request_refused" in reasons:
                 halves = _halves(text, self.src) if depth < MAX_SPLIT_DEPTH else None
@@ -224,6 +220,26 @@ class LLMTranslator(Translator):
             if "server_error" in reasons:
                 break
         return result
+
+    def record(self, result: _Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
+        """Validate ``reply`` (or a failure reason instead of one) into ``result``; the rejection reasons (none:
+        accepted, ``result.text`` set)."""
+        if isinstance(reply, str):
+            reasons, details = [reply], {}
+        else:
+            result.usage[0] += reply.usage.prompt_tokens
+            result.usage[1] += reply.usage.completion_tokens
+            result.usage[2] += 1
+            verdict = self.validator.check(kind, text, reply)
+            if verdict.ok:
+                result.text, result.stripped = verdict.text, verdict.stripped
+                return []
+            reasons, details = verdict.reasons, verdict.details
+            if not verdict.hard:
+                result.candidate = verdict.text
+        result.reasons, result.details = reasons, details
+        result.rejected += reasons
+        return reasons
 
     async def _split(self, kind: str, halves: tuple[str, str, str], depth: int, whole: _Attempts) -> _Attempts:
         """Translate the two halves of a unit and join them with the source's own separator."""

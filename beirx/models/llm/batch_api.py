@@ -1,0 +1,67 @@
+"""The OpenAI Batch API (files + batches): half-price, asynchronous, completed within 24 hours.
+
+A batch is a JSONL file of requests, each ``{"custom_id", "method": "POST", "url", "body"}``
+(:meth:`~beirx.models.llm.calls.Request.body`), uploaded with purpose ``batch``; the batch is polled until
+``completed`` (or ``failed``/``expired``/``cancelled``) and its output (and error) files hold one line per
+request: ``{"custom_id", "response": {"status_code", "body"}, "error"}``. These calls run on the client's
+loop and connection pool; the caller keeps the ids so a killed run finds its batch again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from beirx.models.llm.calls import PATHS, Reply, Request
+from beirx.models.llm.client import LLMClient
+
+DONE = ("completed", "failed", "expired", "cancelled")
+
+
+class BatchAPI:
+    def __init__(self, client: LLMClient):
+        self.client = client
+
+    def jsonl(self, requests: Iterable[tuple[str, Request]]) -> bytes:
+        """The batch input file for ``(custom_id, request)`` pairs."""
+        model = self.client.endpoint.model
+        return "".join(json.dumps({"custom_id": cid, "method": "POST", "url": PATHS[r.kind], "body": r.body(model)},
+                                  ensure_ascii=False) + "\n" for cid, r in requests).encode("utf-8")
+
+    def upload(self, data: bytes, name: str = "beirx-batch.jsonl") -> str:
+        return self._run(lambda o: o.files.create(file=(name, io.BytesIO(data)), purpose="batch")).id
+
+    def create(self, file_id: str, kind: str) -> str:
+        return self._run(lambda o: o.batches.create(input_file_id=file_id, endpoint=PATHS[kind],
+                                                    completion_window="24h")).id
+
+    def retrieve(self, batch_id: str) -> dict[str, Any]:
+        return self._run(lambda o: o.batches.retrieve(batch_id)).model_dump()
+
+    def results(self, batch: dict[str, Any], kind: str) -> dict[str, Reply | str]:
+        """``{custom_id: Reply}`` of a finished batch, or an error message for a failed request."""
+        out: dict[str, Reply | str] = {}
+        for key in ("output_file_id", "error_file_id"):
+            if not batch.get(key):
+                continue
+            content = self._run(lambda o, f=batch[key]: o.files.content(f))
+            for line in content.content.decode("utf-8").splitlines():
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                response = row.get("response") or {}
+                if response.get("status_code") == 200:
+                    out[row["custom_id"]] = Reply.from_body(kind, response.get("body") or {})
+                    self.client.meter.add(out[row["custom_id"]].usage)
+                else:
+                    error = row.get("error") or (response.get("body") or {}).get("error") or {}
+                    out[row["custom_id"]] = f"HTTP {response.get('status_code')}: {error.get('message', error)}"
+        return out
+
+    def _run(self, call):
+        async def run():
+            return await call(self.client.openai_client())
+
+        return self.client.schedule(run()).result()
