@@ -507,9 +507,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hang-seconds", type=float, default=5.0)
     parser.add_argument("--model", default="fake-llm")
     parser.add_argument("--stats", type=Path, help="write the fault counts here (JSON) every second")
+    parser.add_argument("--warm", type=Path, action="append", default=[],
+                        help="a queries.jsonl whose texts Apertium translates before serving (answers at once)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     translate = apertium(batch_window=args.apertium_batch_window) if args.translator == "apertium" else word_map()
+    for path in args.warm:
+        translate.warm([json.loads(line)["text"] for line in path.open(encoding="utf-8")])
     faults = fault_mix(args.fault_rate, tuple(args.faults.split(",")), args.seed) if args.fault_rate else None
     server = FakeOpenAI(translate=translate, latency=args.latency, faults=faults, model=args.model, port=args.port,
                         hang_seconds=args.hang_seconds).start()

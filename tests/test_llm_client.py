@@ -115,11 +115,23 @@ def test_a_dead_server_opens_the_breaker_with_a_clear_error():
     with FakeOpenAI() as fake:
         url = fake.url
     sleeps = Sleeps()
-    llm = LLMClient(Endpoint.resolve("m", url, attempts=6, breaker_failures=5, concurrency=2), sleep=sleeps)
+    llm = LLMClient(Endpoint.resolve("m", url, attempts=6, breaker_failures=5, breaker_seconds=0, concurrency=2),
+                    sleep=sleeps)
     with llm, pytest.raises(EndpointDown, match=r"LLM server http://127\.0\.0\.1:\d+/v1 \(model m\) is not answering: "
                                                 r"5 failed attempts in a row .*connection.*rerun the same command"):
         llm.call_many([chat(f"text {i}") for i in range(20)])
     assert len(sleeps.waits) < 10  # the 20 requests did not each go through 6 attempts
+
+
+def test_the_breaker_waits_for_min_seconds_without_success():
+    from beirx.models.llm.breaker import CircuitBreaker
+
+    breaker = CircuitBreaker(threshold=2, min_seconds=60)
+    assert not breaker.failure("timeout") and not breaker.failure("timeout")  # a stall, not yet a dead server
+    breaker._last_success -= 61
+    assert breaker.failure("timeout") and breaker.open and breaker.consecutive == 3
+    breaker.success()
+    assert breaker.open  # once open, it stays open: the run stops
 
 
 def test_persistent_server_errors_exhaust_the_attempts(server):

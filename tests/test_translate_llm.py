@@ -308,7 +308,7 @@ def test_a_server_that_goes_down_stops_the_run_with_a_clear_error_then_resumes(f
     server = fake_llm_factory(latency=0.05)
     port = int(server.url.rsplit(":", 1)[1].split("/")[0])
     server.faults = lambda call: setattr(server, "down", True) if call.n == 4 else None  # dies after 4 answers
-    tr = translator(server, concurrency=1, breaker_failures=3)
+    tr = translator(server, concurrency=1, breaker_failures=3, breaker_seconds=0)
     with pytest.raises(EndpointDown, match="is not answering: 3 failed attempts in a row.*rerun the same command"):
         run(source, tmp_path / "out", tr)
     with TranslationMemory(tmp_path / "out.sqlite") as tm:
@@ -453,3 +453,22 @@ def test_batch_mode_validates_on_ingest_and_resumes_the_batch_in_flight_after_a_
     manifest = TranslationManifest.load(tmp_path / "out" / "translation.json")
     assert manifest.llm["this_run"]["units"] == {"accepted": 9, "retried": 1, "fallback": 0, "flagged": 0}
     assert manifest.llm["this_run"]["requests"] == 11 and live.llm["this_run"]["requests"] == 10
+
+
+def test_quality_report_lists_the_records_the_llm_did_not_translate_cleanly(fake_llm, source, tmp_path, e5_small):
+    from beirx.artifacts.quality import QualityReport
+    from beirx.translate.quality import run_quality
+
+    fake_llm.faults = on_source({"Birds can fly": ["echo"] * 3})
+    run(source, tmp_path / "out", translator(fake_llm, fallback=FALLBACK))
+    translated = BeirDataset(tmp_path / "out", name="tiny", lang="es")
+    report = run_quality(source, translated, encoder=str(e5_small), src_lang="en", tgt_lang="es",
+                         fields=("corpus",), show_progress=False)
+    assert report.fields["corpus"].flags["llm_fallback"] == 1
+    flagged = rows(tmp_path / "out" / "quality" / "flagged.jsonl")
+    (bird,) = [r for r in flagged if r["id"] == "d5"]
+    assert "llm_fallback" in bird["reasons"] and bird["details"]["llm"] == {"outcome": "fallback",
+                                                                              "reasons": ["untranslated"]}
+    assert QualityReport.load(tmp_path / "out" / "quality" / "quality.json").fields["corpus"].flags == \
+        report.fields["corpus"].flags
+    assert "`llm_fallback`: the LLM's answers were rejected" in (tmp_path / "out" / "quality" / "quality.md").read_text()

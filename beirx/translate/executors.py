@@ -36,7 +36,7 @@ class StreamingExecutor:
     a future) in flight across batch boundaries, and hand each back as soon as it is done.
 
     The server never idles between batches (no batch waits for its slowest unit), and each unit is
-    committed on its own. An error (the server is down, the budget is spent) stops sending more; the units
+    committed as soon as it is done (units that finish together share one transaction). An error (the server is down, the budget is spent) stops sending more; the units
     in flight are still handed back as they finish (so they are committed), then the error is raised.
     """
 
@@ -63,12 +63,20 @@ class StreamingExecutor:
                 if error is not None:
                     raise error
                 return
-            key, segment, future = done.get()
-            pending -= 1
-            if future.exception() is not None:
-                error = error or future.exception()
-                continue
-            yield key, [segment], [future.result()]
+            finished = [done.get()]  # wait for one, then take every other one done meanwhile: one commit
+            while not done.empty():
+                finished.append(done.get())
+            pending -= len(finished)
+            by_key: dict[str, tuple[list[str], list[str]]] = {}
+            for key, segment, future in finished:
+                if future.exception() is not None:
+                    error = error or future.exception()
+                    continue
+                segments, outputs = by_key.setdefault(key, ([], []))
+                segments.append(segment)
+                outputs.append(future.result())
+            for key, (segments, outputs) in by_key.items():
+                yield key, segments, outputs
 
     def close(self) -> None:
         pass

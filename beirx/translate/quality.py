@@ -38,6 +38,7 @@ from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.translate import langid, quality_flags
 from beirx.translate.backends.base import Translator
+from beirx.translate.llm.outcome import fold_into_quality, read_flags
 from beirx.translate.quality_report import write_report
 
 log = logging.getLogger(__name__)
@@ -214,6 +215,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
     per_query_similarity: dict[str, float] = {}
     flagged: list[dict] = []
     samples: list[dict] = []
+    translation_flags = read_flags(translated.root)  # LLM backends: records that fell back or were flagged
     for field in fields:
         src_texts, out_texts = field_texts(source, field), field_texts(translated, field)
         missing = [i for i in src_texts if i not in out_texts]
@@ -233,6 +235,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
         with timer.section(f"{field}.flags"):
             rows, summary = _analyse_field(field, ids, sources, translations, sims, src_lang, tgt_lang,
                                            show_progress)
+            fold_into_quality(rows, summary, translation_flags.get(field, {}))
         entry = FieldQuality(pairs=len(ids), missing=len(missing), empty_sources=empty_sources,
                              similarity=distribution(np.asarray(sims, dtype=np.float64)), **summary,
                              missing_examples=missing[:10] if missing else None)

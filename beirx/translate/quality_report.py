@@ -11,6 +11,7 @@ from typing import Any
 
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
+from beirx.translate.llm.outcome import QUALITY_REASONS
 from beirx.translate.quality_flags import REASONS
 
 
@@ -62,7 +63,7 @@ def render_markdown(report: QualityReport) -> str:
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     if reasons:
         lines += ["", "Every flagged pair is in `flagged.jsonl` with its reasons:", ""]
-        lines += [f"- `{reason}`: {REASONS[reason]}" for reason in reasons]
+        lines += [f"- `{reason}`: {REASONS.get(reason) or QUALITY_REASONS[reason]}" for reason in reasons]
     else:
         lines += ["", "No pair was flagged."]
     lines.append("")

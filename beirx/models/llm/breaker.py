@@ -1,28 +1,34 @@
 """A circuit breaker: stop calling a server that is down instead of retrying every request for hours.
 
 After ``threshold`` consecutive failed attempts that say the server itself is unwell (connection refused,
-timeout, 5xx; not 429, which means it is up and pacing us) the breaker opens and every request fails at
-once with a clear error (Nygard, "Release It!", 2007, ch. 5). The caller stops the run; whatever it had
-committed stays committed and a rerun resumes. Any success closes the count again.
+timeout, 5xx; not 429, which means it is up and pacing us), once nothing has succeeded for ``min_seconds``,
+the breaker opens and every request fails at once with a clear error (Nygard, "Release It!", 2007, ch. 5).
+The caller stops the run; whatever it had committed stays committed and a rerun resumes. Any success
+closes the count again. The time condition keeps one stall of a slow server (every request in flight timing
+out together) from stopping a run that would have recovered.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 
 
 class CircuitBreaker:
-    def __init__(self, threshold: int = 10):
+    def __init__(self, threshold: int = 10, min_seconds: float = 30.0):
         self.threshold = max(1, int(threshold))
+        self.min_seconds = min_seconds
         self.consecutive = 0
         self.last_failure = ""
         self.open = False
+        self._last_success = time.monotonic()
         self._lock = threading.Lock()
 
     def success(self) -> None:
         with self._lock:
             if not self.open:
                 self.consecutive = 0
+                self._last_success = time.monotonic()
 
     def failure(self, description: str) -> bool:
         """Record a failed attempt; True once the breaker is open."""
@@ -30,5 +36,6 @@ class CircuitBreaker:
             if not self.open:
                 self.consecutive += 1
                 self.last_failure = description
-                self.open = self.consecutive >= self.threshold
+                self.open = self.consecutive >= self.threshold and \
+                    time.monotonic() - self._last_success >= self.min_seconds
             return self.open

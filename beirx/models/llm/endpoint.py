@@ -31,7 +31,7 @@ class Endpoint:
     ``concurrency``: requests in flight at once; ``timeout``: seconds per attempt; ``attempts``: tries per
     request on 429/5xx/timeouts/dropped connections; ``backoff``: first backoff delay in seconds (doubling,
     with jitter; ``Retry-After`` wins when sent); ``breaker_failures``: consecutive server failures that
-    stop every request (:mod:`beirx.models.llm.breaker`).
+    stop every request, once nothing has succeeded for ``breaker_seconds`` (:mod:`beirx.models.llm.breaker`).
     """
 
     model: str
@@ -42,6 +42,7 @@ class Endpoint:
     backoff: float = 1.0
     max_backoff: float = 60.0
     breaker_failures: int = 10
+    breaker_seconds: float = 30.0
 
     def __post_init__(self):
         if not self.model:

@@ -10,8 +10,8 @@ the key only ``OPENAI_API_KEY`` (a local server needs none). Transport (concurre
 
 Options besides the LLM ones: ``base_url``, ``concurrency`` (requests in flight, default 8), ``timeout``
 (seconds per attempt, default 120), ``attempts`` (tries per request on 429/5xx/timeouts, default 6),
-``backoff`` (first backoff in seconds, default 1), ``breaker_failures`` (consecutive server failures that
-stop the run, default 10).
+``backoff`` (first backoff in seconds, default 1), ``breaker_failures`` and ``breaker_seconds`` (the run
+stops after that many consecutive server failures once nothing has succeeded for that long; 10, 30).
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ class OpenAITranslator(LLMTranslator):
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  concurrency: int | str = 8, timeout: float | str = 120.0, attempts: int | str = 6,
-                 backoff: float | str = 1.0, breaker_failures: int | str = 10, **options: Any):
+                 backoff: float | str = 1.0, breaker_failures: int | str = 10, breaker_seconds: float | str = 30.0,
+                 **options: Any):
         super().__init__(src, tgt, model, **options)
         self.endpoint = Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout),
                                          attempts=int(attempts), backoff=float(backoff),
-                                         breaker_failures=int(breaker_failures))
+                                         breaker_failures=int(breaker_failures),
+                                         breaker_seconds=float(breaker_seconds))
         self.meter = UsageMeter(self.prices, self.max_cost)
         self.client = LLMClient(self.endpoint, meter=self.meter)
         self.units_in_flight = 2 * self.endpoint.concurrency

@@ -6,13 +6,16 @@ when the first answer was not accepted, a *note*: ``{"outcome": "retried" | "fal
 answers were rejected; for ``flagged``, what is still wrong with what was written). The pipeline commits the
 note with the translation (:meth:`beirx.translate.memory.TranslationMemory.add`), sums this run's figures
 in the manifest (:class:`Tally`), and lists every flagged or fallen-back record of the written dataset in
-``translation_flags.jsonl`` (:func:`flag_rows`), which ``beirx quality`` folds into ``quality.json``.
+``translation_flags.jsonl`` (:func:`flag_rows`), which ``beirx quality`` folds into ``quality.json``
+(:func:`fold_into_quality`: reasons ``llm_fallback``/``llm_flagged``).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 FLAGS_FILE = "translation_flags.jsonl"
@@ -91,3 +94,37 @@ def summarise(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         for reason in row["reasons"]:
             field["reasons"][reason] = field["reasons"].get(reason, 0) + 1
     return out
+
+
+#: The quality report's reasons for records an LLM backend did not translate cleanly (``quality.json``).
+QUALITY_REASONS = {
+    "llm_fallback": "the LLM's answers were rejected; the --fallback translator wrote it (translation_flags.jsonl)",
+    "llm_flagged": "the LLM's answers were rejected and it was written flagged (translation_flags.jsonl)",
+}
+
+
+def read_flags(root: Path | str) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{field: {id: flag row}}`` of a translated dataset's ``translation_flags.jsonl`` (empty without one)."""
+    path = Path(root) / FLAGS_FILE
+    flags: dict[str, dict[str, dict[str, Any]]] = {}
+    if path.is_file():
+        with path.open(encoding="utf-8") as rows:
+            for line in rows:
+                row = json.loads(line)
+                flags.setdefault(row["field"], {})[row["id"]] = row
+    return flags
+
+
+def fold_into_quality(rows: list[dict[str, Any]], summary: dict[str, Any], flags: dict[str, dict[str, Any]]) -> None:
+    """Add each record's translation-time flag (``llm_fallback``/``llm_flagged``, with the LLM's reasons in
+    ``details``) to the quality report's rows of one field, and recount the field's flags."""
+    if not flags:
+        return
+    for row in rows:
+        flag = flags.get(row["id"])
+        if flag:
+            row["reasons"].append(f"llm_{flag['outcome']}")
+            row["details"]["llm"] = {"outcome": flag["outcome"], "reasons": flag["reasons"]}
+    counts: Counter[str] = Counter(reason for row in rows for reason in row["reasons"])
+    summary["flags"] = dict(sorted(counts.items()))
+    summary["flagged_items"] = sum(1 for row in rows if row["reasons"])
