@@ -118,20 +118,25 @@ class TranslationMemory:
 
     def lookup(self, system: str, segments: Iterable[str]) -> dict[str, str]:
         """``{segment: translation}`` for the segments the memory holds for ``system``."""
+        found: dict[str, str] = {}
+        for segment, digest, source, target in self._rows("SELECT hash, source, target FROM segments", system, segments):
+            if segment == source:
+                found[source] = target
+            else:  # pragma: no cover - a SHA-256 collision
+                log.warning("translation memory %s: hash collision on %s; ignoring the stored row", self.path, digest)
+        return found
+
+    def _rows(self, select: str, system: str, segments: Iterable[str]):
+        """``(segment, *row)`` for the rows of ``select`` (``SELECT hash, ... FROM table``) matching ``system``
+        and the segments' hashes, queried in chunks below SQLite's limit of host parameters."""
         by_hash = {segment_hash(s): s for s in segments}
         hashes = list(by_hash)
-        found: dict[str, str] = {}
         for i in range(0, len(hashes), _LOOKUP_CHUNK):
             chunk = hashes[i: i + _LOOKUP_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT hash, source, target FROM segments WHERE system = ? AND hash IN ({marks})", [system, *chunk])
-            for digest, source, target in rows:
-                if by_hash[digest] == source:
-                    found[source] = target
-                else:  # pragma: no cover - a SHA-256 collision
-                    log.warning("translation memory %s: hash collision on %s; ignoring the stored row", self.path, digest)
-        return found
+            rows = self._conn.execute(f"{select} WHERE system = ? AND hash IN ({','.join('?' * len(chunk))})",
+                                      [system, *chunk])
+            for row in rows:
+                yield (by_hash[row[0]], *row)
 
     def add(self, system: str, pairs: list[tuple[str, str]], lease: str | None = None,
             notes: dict[str, dict[str, Any]] | None = None) -> None:
@@ -152,15 +157,8 @@ class TranslationMemory:
 
     def notes(self, system: str, segments: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``{segment: note}`` for the segments that have one (see the module docstring)."""
-        by_hash = {segment_hash(s): s for s in segments}
-        hashes = list(by_hash)
-        found: dict[str, dict[str, Any]] = {}
-        for i in range(0, len(hashes), _LOOKUP_CHUNK):
-            chunk = hashes[i: i + _LOOKUP_CHUNK]
-            rows = self._conn.execute(f"SELECT hash, note FROM notes WHERE system = ? AND hash IN "
-                                      f"({','.join('?' * len(chunk))})", [system, *chunk])
-            found.update((by_hash[digest], json.loads(note)) for digest, note in rows)
-        return found
+        return {segment: json.loads(note) for segment, _, note in self._rows("SELECT hash, note FROM notes", system,
+                                                                           segments)}
 
     def claim(self, system: str, batch: str, segments: list[str]) -> tuple[str, list[str]]:
         """Lease batch ``batch`` (a key naming its segments) for this holder before translating it.
