@@ -7,8 +7,9 @@ lists its model at ``GET /v1/models``. The OpenAI Batch API is there too (``POST
 
 Faults are injected on chosen requests (``server.faults``: a function of the :class:`Call` returning a
 :data:`FAULTS` name or None): HTTP 429 with ``Retry-After``/``retry-after-ms``, HTTP 500, a hang past the
-client's timeout, HTTP 400 (context too long; only when named), ``finish_reason: "length"``, a leaked preamble, an English echo, an answer instead of a
-translation, an empty string, a refusal, a dropped number. Helpers build the usual plans: :func:`on_calls`
+client's timeout, HTTP 400 (context too long; only when named), ``finish_reason: "length"``, a leaked
+preamble, an English echo, an answer instead of a translation, an empty string, a refusal, a dropped number.
+Helpers build the usual plans: :func:`on_calls`
 (by request number), :func:`on_source` (by source text, per attempt) and :func:`fault_mix` (a seeded
 fraction of requests, decided by source text and attempt, so the plan does not depend on arrival order).
 

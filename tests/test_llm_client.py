@@ -212,7 +212,8 @@ def test_usage_meter_reservations():
 
 
 def test_fake_server_fault_plans_and_source_extraction():
-    assert extract_source("chat", {"messages": [{"role": "user", "content": "Translate <text>\nA b.\n</text>"}]}) == "A b."
+    chat_body = {"messages": [{"role": "user", "content": "Translate <text>\nA b.\n</text>"}]}
+    assert extract_source("chat", chat_body) == "A b."
     assert extract_source("completions", {"prompt": "Do it.\n\nEnglish: one\nSpanish: uno\n\nEnglish: two\nSpanish:"}) \
         == "two"
     mix = fault_mix(0.5, ("500", "echo"), seed=1)

@@ -85,8 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
     parser.add_argument("--max-cost", type=non_negative_float, default=None, metavar="USD",
                         help="paid backends (google, deepl): required for a real run; refuse when the estimate "
-                             "exceeds it. LLM backends: stop before the spending (at --price-in/--price-out) "
-                             "would exceed it")
+                             "exceeds it. LLM backends: stop before this run's spending (at --price-in/--price-out) "
+                             "would exceed it; what was done is kept, and a rerun resumes with a new cap")
     llm = parser.add_argument_group("LLM translators (openai, hf-llm)")
     llm.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: "
                                         "$OPENAI_BASE_URL, else OpenAI's API; the key only from $OPENAI_API_KEY)")
@@ -257,7 +257,8 @@ def _print_llm(llm: dict, output: Path) -> None:
     flagged = {field: f"{c['records_fallback']} fell back, {c['records_flagged']} flagged"
                for field, c in (llm.get("output") or {}).items()}
     if flagged:
-        print(f"records: {'; '.join(f'{k}: {v}' for k, v in flagged.items())} (see {output / 'translation_flags.jsonl'})")
+        print(f"records: {'; '.join(f'{k}: {v}' for k, v in flagged.items())} "
+              f"(see {output / 'translation_flags.jsonl'})")
 
 
 def _quality(source, output: Path, args, progress: bool) -> None:

@@ -36,7 +36,8 @@ class StreamingExecutor:
     a future) in flight across batch boundaries, and hand each back as soon as it is done.
 
     The server never idles between batches (no batch waits for its slowest unit), and each unit is
-    committed as soon as it is done (units that finish together share one transaction). An error (the server is down, the budget is spent) stops sending more; the units
+    committed as soon as it is done (units that finish together share one transaction). An error (the server
+    is down, the budget is spent) stops sending more; the units
     in flight are still handed back as they finish (so they are committed), then the error is raised.
     """
 

@@ -119,7 +119,8 @@ class TranslationMemory:
     def lookup(self, system: str, segments: Iterable[str]) -> dict[str, str]:
         """``{segment: translation}`` for the segments the memory holds for ``system``."""
         found: dict[str, str] = {}
-        for segment, digest, source, target in self._rows("SELECT hash, source, target FROM segments", system, segments):
+        rows = self._rows("SELECT hash, source, target FROM segments", system, segments)
+        for segment, digest, source, target in rows:
             if segment == source:
                 found[source] = target
             else:  # pragma: no cover - a SHA-256 collision
@@ -153,7 +154,8 @@ class TranslationMemory:
             if lease is not None:
                 self._conn.execute("DELETE FROM leases WHERE system = ? AND batch = ? AND holder = ?",
                                    (system, lease, self.holder))
-            self._conn.execute("UPDATE leases SET expires = ? WHERE holder = ?", (now + self.lease_seconds, self.holder))
+            self._conn.execute("UPDATE leases SET expires = ? WHERE holder = ?",
+                               (now + self.lease_seconds, self.holder))
 
     def notes(self, system: str, segments: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``{segment: note}`` for the segments that have one (see the module docstring)."""

@@ -15,7 +15,8 @@ Steps (each streams; memory does not grow with the corpus):
    manifest.
 
 Resume without loss and byte-identical output: every batch is committed to the memory as soon as it is
-translated (an LLM backend's executor commits every unit as soon as it is validated), and nothing is written to the output folder before all segments are translated. The batches
+translated (an LLM backend's executor commits every unit as soon as it is validated), and nothing is
+written to the output folder before all segments are translated. The batches
 are planned over *all* unique segments before any is skipped, so a rerun of the same command (or a shard,
 or a Ray replica) meets the same batches, skips those committed, and sends the others to the backend
 exactly as one uninterrupted run would: even a backend whose output depends on the batch (Apertium's
@@ -53,7 +54,7 @@ from beirx.translate.llm.outcome import FLAGS_FILE, Tally, flag_rows, summarise
 from beirx.translate.llm.units import DOCUMENT, QUERY
 from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory
 from beirx.translate.placeholders import resolve_mode, unmask
-from beirx.translate.plan import Part, Planner, Slice, Unit, lost_placeholders, render, units
+from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render, units
 from beirx.translate.segment_store import SegmentStore
 from beirx.translate.shards import Shard, batch_key, shard_of
 
@@ -296,8 +297,7 @@ def translate_shard(dataset: BeirDataset, translator: Translator, memory: Transl
     with SegmentStore(memory.path.parent) as store:
         sizes = _plan(dataset, fields, limit, planner, store, counts)
         _translate(store, "main", executor or make_executor("local", translator), memory, system, batch_size, counts,
-                   progress,
-                   f"shard {shard}", shard)
+                   progress, f"shard {shard}", shard)
     counts.extra = dict(sizes)
     done = {"shard": str(shard), "memory": str(memory.path), "system": system, "counts": counts.as_dict(),
             "seconds": round(time.time() - started, 3)}
