@@ -344,18 +344,15 @@ def test_the_key_never_reaches_a_file_or_a_log(fake_llm, source, tmp_path, monke
 def test_sigkill_mid_run_resumes_to_identical_bytes_without_resending_committed_units(fake_llm_factory, source,
                                                                                       tmp_path):
     server = fake_llm_factory(latency=0.3)
-    command = [sys.executable, "-m", "beirx", "-q", "translate", "--dataset", str(source.root), "--lang", "es",
-               "--translator", "openai", "--model", server.model, "--base-url", server.url, "--concurrency", "2",
-               "--no-quality"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    full = subprocess.run([*command, "--output", str(tmp_path / "full"), "--memory", str(tmp_path / "full.sqlite")],
-                          env=env, capture_output=True, text=True)
-    assert full.returncode == 0, full.stderr
+    run(source, tmp_path / "full", translator(server))  # the uninterrupted run, for the bytes
     server.calls.clear()
     memory = tmp_path / "tm.sqlite"
-    killed = subprocess.Popen([*command, "--output", str(tmp_path / "out"), "--memory", str(memory)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
+    command = [sys.executable, "-m", "beirx", "-q", "translate", "--dataset", str(source.root), "--lang", "es",
+               "--translator", "openai", "--model", server.model, "--base-url", server.url, "--concurrency", "2",
+               "--no-quality", "--output", str(tmp_path / "out"), "--memory", str(memory)]
+    killed = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
     while _committed(memory) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
     killed.send_signal(signal.SIGKILL)
@@ -364,9 +361,7 @@ def test_sigkill_mid_run_resumes_to_identical_bytes_without_resending_committed_
     assert 4 <= len(committed) < 10 and not (tmp_path / "out" / "corpus.jsonl").exists()
     sent_before = [c.source for c in server.calls]
     server.calls.clear()
-    resumed = subprocess.run([*command, "--output", str(tmp_path / "out"), "--memory", str(memory)], env=env,
-                             capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    run(source, tmp_path / "out", translator(server), memory)  # the same command again
     sent_after = [c.source for c in server.calls]
     assert not set(sent_after) & committed  # no committed unit is sent again
     assert len(sent_after) == len(set(sent_after)) == 10 - len(committed)
@@ -443,8 +438,9 @@ def test_batch_mode_validates_on_ingest_and_resumes_the_batch_in_flight_after_a_
     killed.wait()
     assert len(fake_llm._batches) == 1 and len(fake_llm._files) == 1 and not fake_llm.calls  # submitted, not run
     fake_llm.batch_polls = 1
-    resumed = subprocess.run(command, env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
+    from beirx.cli import main
+
+    assert main(command[command.index("translate"):]) == 0  # the same command again
     assert len(fake_llm._batches) == 2  # the batch in flight was polled, not sent again; round 2: one unit
     assert [c.source for c in fake_llm.calls].count("Birds\nBirds can fly and sing in the morning.") == 2
     strict = fake_llm.calls[-1].body["messages"][0]["content"]
