@@ -27,7 +27,7 @@ from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
-from beirx.translate.llm.translator import _Attempts
+from beirx.translate.llm.translator import Attempts
 from beirx.translate.llm.units import unmark
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class BatchExecutor:
                     continue  # committed before a kill, or not this run's
                 key, segment = pending[cid]
                 kind, text = unmark(segment)
-                attempts = _Attempts(**state["units"].get(cid, {}))
+                attempts = Attempts(**state["units"].get(cid, {}))
                 attempts.attempts += 1
                 reasons = self.translator.record(attempts, kind, text, reply)
                 if reasons and attempts.attempts <= self.translator.retries:
@@ -68,7 +68,7 @@ class BatchExecutor:
                 state["units"].pop(cid, None)
                 yield key, [segment], [self.translator.conclude(text, attempts)]
             for cid in [c for c in round_["ids"] if c in pending and c not in results]:
-                attempts = _Attempts(**state["units"].get(cid, {}))  # no answer (an expired batch): an attempt
+                attempts = Attempts(**state["units"].get(cid, {}))  # no answer (an expired batch): an attempt
                 attempts.attempts += 1
                 key, segment = pending[cid]
                 if attempts.attempts <= self.translator.retries:
@@ -95,7 +95,7 @@ class BatchExecutor:
         for cid, (_, segment) in pending.items():
             kind, text = unmark(segment)
             unit = state["units"].get(cid, {})
-            max_tokens = self.translator._max_tokens(text) * (2 if "truncated" in unit.get("reasons", []) else 1)
+            max_tokens = self.translator.max_tokens_for(text) * (2 if "truncated" in unit.get("reasons", []) else 1)
             requests.append((cid, self.translator.prompts.request(kind, text, max_tokens, unit.get("reasons"))))
         round_ = {"ids": [cid for cid, _ in requests], "file": None, "batch": None}
         round_["file"] = self.api.upload(self.api.jsonl(requests))

@@ -33,7 +33,7 @@ class Estimate:
         for segment in segments:
             kind, text = unmark(segment)
             unit_tokens = translator.count_tokens(text)
-            request = translator.prompts.request(kind, text, translator._max_tokens(text))
+            request = translator.prompts.request(kind, text, translator.max_tokens_for(text))
             framing = CHAT_FRAMING_TOKENS * len(request.messages) if request.kind == CHAT else 0
             self.requests += 1
             self.prompt_tokens += translator.count_tokens(request.text) + framing

@@ -50,7 +50,7 @@ _PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
 
 @dataclass
-class _Attempts:
+class Attempts:
     """How one unit (or half of one) fared."""
 
     text: str | None = None  # the accepted translation
@@ -168,7 +168,7 @@ class LLMTranslator(Translator):
             return await asyncio.to_thread(self.conclude, text, result)
         return self.conclude(text, result)
 
-    def conclude(self, text: str, result: _Attempts) -> Checked:
+    def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
         usage = tuple(result.usage)
         if result.text is not None:
@@ -189,9 +189,9 @@ class LLMTranslator(Translator):
             return Checked(result.candidate, {**note, "written": "llm"}, usage)
         return Checked(text, {**note, "written": "source"}, usage)
 
-    async def _attempts(self, kind: str, text: str, depth: int) -> _Attempts:
-        result = _Attempts()
-        max_tokens = self._max_tokens(text)
+    async def _attempts(self, kind: str, text: str, depth: int) -> Attempts:
+        result = Attempts()
+        max_tokens = self.max_tokens_for(text)
         rejected_last: list[str] = []
         for _ in range(self.retries + 1):
             result.attempts += 1
@@ -221,7 +221,7 @@ class LLMTranslator(Translator):
                 break
         return result
 
-    def record(self, result: _Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
+    def record(self, result: Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
         """Validate ``reply`` (or a failure reason instead of one) into ``result``; the rejection reasons (none:
         accepted, ``result.text`` set)."""
         if isinstance(reply, str):
@@ -241,11 +241,11 @@ class LLMTranslator(Translator):
         result.rejected += reasons
         return reasons
 
-    async def _split(self, kind: str, halves: tuple[str, str, str], depth: int, whole: _Attempts) -> _Attempts:
+    async def _split(self, kind: str, halves: tuple[str, str, str], depth: int, whole: Attempts) -> Attempts:
         """Translate the two halves of a unit and join them with the source's own separator."""
         left, gap, right = halves
         parts = await asyncio.gather(self._attempts(kind, left, depth + 1), self._attempts(kind, right, depth + 1))
-        joined = _Attempts(attempts=whole.attempts + max(p.attempts for p in parts),
+        joined = Attempts(attempts=whole.attempts + max(p.attempts for p in parts),
                            rejected=whole.rejected + [r for p in parts for r in p.rejected] + ["resplit"],
                            usage=[a + b + c for a, b, c in zip(whole.usage, *(p.usage for p in parts))],
                            stripped=[w for p in parts for w in p.stripped])
@@ -258,7 +258,8 @@ class LLMTranslator(Translator):
                 joined.candidate = texts[0] + gap + texts[1]
         return joined
 
-    def _max_tokens(self, text: str) -> int:
+    def max_tokens_for(self, text: str) -> int:
+        """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
         return int(self.count_tokens(text) * OUTPUT_FACTOR) + 16
 
     def _fall_back(self, text: str) -> str | None:
