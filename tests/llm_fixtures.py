@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from elasticsearch_server import _free_port as free_port
 from fake_openai import FakeOpenAI, apertium
 
 LLAMA_THREADS = os.environ.get("BEIRX_TEST_LLAMA_THREADS", "2")
@@ -81,18 +81,12 @@ class LlamaServer:
     log: Path
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf, tmp_path_factory) -> LlamaServer:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python[server] is not installed (pip install "
                     "'../shared/wheels/llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl[server]')")
-    port = free_port()
+    port = free_port()  # the helper the Elasticsearch test server uses
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_gguf), "--model_alias", "gemma",
                "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
