@@ -5,6 +5,12 @@ sent. So a real run is refused unless the user states a cap, and refused when th
 what is still missing from the translation memory (:func:`beirx.translate.pipeline.dry_run`) exceeds it,
 before anything is sent. After the run, the manifest records the estimate, the cap, the characters the
 pipeline actually sent and their list price. Local backends are never paid runs.
+
+LLM backends (``openai``) are priced per token instead (``--price-in/--price-out``), and an answer's length is
+only known once it arrives, so their cap is enforced while the run goes: the shared client reserves each
+request's worst case against ``--max-cost`` and stops before it could be crossed
+(:class:`beirx.models.llm.UsageMeter`), keeping what was done; their estimate is
+:mod:`beirx.translate.llm.estimate` and their cost is the manifest's ``llm`` record.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.backends.base import Translator
 from beirx.translate.executors import make_executor
-from beirx.translate.llm.budget import Estimate
+from beirx.translate.llm.estimate import Estimate
 from beirx.translate.llm.outcome import FLAGS_FILE, Tally, flag_rows, summarise
 from beirx.translate.llm.units import DOCUMENT, QUERY
 from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory

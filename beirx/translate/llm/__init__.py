@@ -4,6 +4,6 @@ retries, fallback and flags, and OpenAI Batch mode. The client itself is the sha
 Modules: :mod:`.units` (what a unit is), :mod:`.prompts` (building requests from the versioned prompt file
 ``prompts.toml``), :mod:`.glossary`, :mod:`.validate` (every output checked before it is written),
 :mod:`.translator` (the retry/fallback loop shared by both backends), :mod:`.outcome` (what happened to each
-unit: in the translation memory, the manifest and ``translation_flags.jsonl``), :mod:`.budget` (dry-run
+unit: in the translation memory, the manifest and ``translation_flags.jsonl``), :mod:`.estimate` (dry-run
 token and cost estimates, ``--max-cost``), :mod:`.batch` (OpenAI Batch API).
 """

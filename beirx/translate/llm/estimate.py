@@ -1,4 +1,4 @@
-"""What an LLM run will cost before it runs (``--dry-run``), and ``--max-cost``.
+"""What an LLM run will cost before it runs (``--dry-run``); ``--max-cost`` is enforced while it runs.
 
 The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the
 backend's counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as
