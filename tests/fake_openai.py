@@ -241,6 +241,11 @@ def approx_tokens(text: str) -> int:
 
 
 # -- the server -------------------------------------------------------------------------------------------------
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # clients at --concurrency 16+ connect at once; the default backlog of 5 resets some
+
+
 @dataclass
 class FakeOpenAI:
     """See the module docstring. ``url`` is the base URL (``http://127.0.0.1:PORT/v1``) once started."""
@@ -271,8 +276,7 @@ class FakeOpenAI:
     # lifecycle
     def start(self) -> FakeOpenAI:
         self.down = False
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = _Listener(("127.0.0.1", self.port), _handler(self))
         threading.Thread(target=self._server.serve_forever, daemon=True, name="fake-openai").start()
         return self
 
