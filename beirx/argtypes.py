@@ -10,6 +10,8 @@ import argparse
 import math
 from pathlib import Path
 
+from beirx.paths import write_problem
+
 
 def _number(kind, text: str):
     try:
@@ -43,10 +45,14 @@ unit_float = _checked(float, lambda v: 0 <= v <= 1, "between 0 and 1", "unit_flo
 
 
 def output_dir(text: str) -> Path:
-    """A folder to write into: absent (it is created) or an existing folder, never a file."""
+    """A folder to write into: absent (it is created) or an existing folder, never a file; checked writable
+    (a read-only file system, a folder without permission, a broken symbolic link) before any work."""
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: exists and is not a folder")
+    problem = write_problem(path)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text}: cannot write there: {problem}")
     return path
 
 

@@ -11,8 +11,13 @@ class DataError(BeirxError):
     """Malformed input data; names the file and, when known, the 1-based line."""
 
     def __init__(self, path, message: str, line: int | None = None):
+        from beirx.paths import link_problem
+
         self.path = str(path)
         self.line = line
+        link = link_problem(self.path)  # "not found" because a symbolic link loops or leads nowhere: say so
+        if link:
+            message += f": {'it' + link[len(self.path):] if link.startswith(self.path + ' ') else link}"
         self.message = message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")

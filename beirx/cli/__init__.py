@@ -71,10 +71,9 @@ def configure_logging(verbose: int, quiet: bool) -> None:
     for handler in logging.getLogger().handlers:  # every log line loses URL credentials
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
-    if verbose < 2:  # third-party chatter stays out of the way unless debugging
-        for noisy in ("bm25s", "urllib3", "httpx", "httpx2", "openai", "filelock", "datasets", "huggingface_hub",
-                      "sentence_transformers", "elastic_transport", "opensearch"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    from beirx.cli.library_logs import quiet_libraries
+
+    quiet_libraries(0 if quiet else verbose)  # other libraries: one line per error by default, details with -v
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,11 +87,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     configure_logging(args.verbose, args.quiet)
-    from beirx.cli.errors import describe, expected_errors
+    from beirx.cli.errors import describe, is_expected
 
     try:
         return int(args.handler(args) or 0)
-    except expected_errors() as exc:
+    except KeyboardInterrupt:
+        print(f"beirx {args.command}: interrupted; completed work is kept and a rerun resumes", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not is_expected(exc):
+            raise
         if args.verbose:
             import traceback
 
@@ -104,9 +108,6 @@ def main(argv: list[str] | None = None) -> int:
             hint = ""
         print(f"beirx {args.command}: error: {describe(exc)}{hint}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"beirx {args.command}: interrupted; completed work is kept and a rerun resumes", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.argtypes import output_dir
 from beirx.cli import show_progress
 
 
@@ -16,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", default=None, help="language of the corpus (default: a translation's, else en)")
     parser.add_argument("--model", required=True, help="seq2seq query generator (T5, BART ...): folder or Hub id")
     parser.add_argument("--per-doc", type=int, default=3, help="queries per document (default 3)")
-    parser.add_argument("--output", type=Path, required=True,
+    parser.add_argument("--output", type=output_dir, required=True,
                         help="folder for the BEIR training split (corpus, queries, qrels, generation.json)")
     parser.add_argument("--split", default="train", help="name of the qrels split written (default train)")
     parser.add_argument("--batch-size", type=int, default=16, help="documents per generation batch (default 16)")

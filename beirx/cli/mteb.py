@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from beirx.argtypes import positive_int
+from beirx.argtypes import output_dir, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--repo", default=None, help="Hub repository the dataset is published in (for the PR file)")
     task.add_argument("--revision", default=None, help="commit of --repo to pin (default: looked up on the Hub)")
     task.add_argument("--endpoint", default=None, help="Hub URL for the revision look-up (default: $HF_ENDPOINT)")
-    task.add_argument("--export-dir", type=Path, default=None,
+    task.add_argument("--export-dir", type=output_dir, default=None,
                       help="where the local MTEB-layout copy goes (default: $BEIRX_HOME/hub/mteb/...)")
     task.add_argument("--output", type=Path, default=None, help="task file to write (default: ./<task_name>.py)")
     task.add_argument("--evaluate", metavar="MODEL", default=None,
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          description="Write {model}/{revision}/{task}.json files that mteb.TaskResult loads.")
     res.add_argument("files", metavar="RESULTS_JSON", nargs="+", type=Path, help="beirx results files")
     res.add_argument("--task", required=True, help="MTEB task name the results are for (e.g. SciFact-PL)")
-    res.add_argument("--output", type=Path, required=True, help="MTEB results folder (results/ of the results repo)")
+    res.add_argument("--output", type=output_dir, required=True, help="MTEB results folder (results/ of the results repo)")
     res.add_argument("--model", default=None, help="model name (default: the system recorded in each file)")
     res.add_argument("--revision", default=None, help="model revision (default: recorded, else no_revision_available)")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.argtypes import output_dir
 from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
 from beirx.redact import redact_url
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         description="Export corpus/queries/qrels as parquet configs with a dataset card, then push.")
     ds.add_argument("path", metavar="DATASET", help="BEIR folder, catalogue name or hf:ORG/NAME")
     ds.add_argument("--lang", default="en", help="the dataset's language (ISO 639-1, default en)")
-    ds.add_argument("--output", type=Path, default=None,
+    ds.add_argument("--output", type=output_dir, default=None,
                     help="export folder (default: $BEIRX_HOME/hub/exports/ORG/NAME)")
 
     res = sub.add_parser("results", parents=[common], help="push a folder of beirx results with a results card",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import comma_list, key_value, non_negative_int, positive_int
+from beirx.argtypes import comma_list, key_value, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -38,13 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
                         help="option of the round-trip backend (repeatable)")
     parser.add_argument("--roundtrip-sample", type=non_negative_int, default=200, help="items per field to back-translate (default 200)")
-    parser.add_argument("--output", type=Path, help="report folder (default: <translated folder>/quality)")
+    parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
 
 
 def run(args) -> int:
     from beirx.data.dataset import BeirDataset
     from beirx.data.resolve import resolve_dataset
+    from beirx.network import HubUnavailable
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.quality import report_dir, run_quality
 
@@ -63,12 +64,19 @@ def run(args) -> int:
     if args.roundtrip_translator:
         cls = TRANSLATORS.get(args.roundtrip_translator)
         roundtrip = cls(lang, src, args.roundtrip_model, **dict(args.roundtrip_option))
-    report = run_quality(source, translated, args.output, encoder=args.encoder, encoder_revision=args.encoder_revision,
-                         src_lang=src, tgt_lang=lang, fields=tuple(args.fields), sample_size=args.sample,
-                         seed=args.seed,
-                         roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
-                         batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
-                         show_progress=show_progress(args))
+    try:
+        report = run_quality(source, translated, args.output, encoder=args.encoder,
+                             encoder_revision=args.encoder_revision, src_lang=src, tgt_lang=lang,
+                             fields=tuple(args.fields), sample_size=args.sample, seed=args.seed,
+                             roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
+                             batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
+                             show_progress=show_progress(args))
+    except HubUnavailable as exc:
+        if args.encoder not in exc.what:
+            raise
+        raise BeirxError(f"the encoder {args.encoder} is not in the local Hugging Face cache and the Hub cannot be "
+                         f"reached ({exc.cause}); pass --encoder DIR (a local multilingual sentence-transformers "
+                         "folder)") from exc
     print(f"{'field':<8} {'pairs':>6} {'mean sim':>9} {'flagged':>8}  flags")
     for field, entry in report.fields.items():
         flags = ", ".join(f"{k} {v}" for k, v in entry.flags.items()) or "-"

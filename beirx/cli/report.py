@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import comma_list
+from beirx.argtypes import comma_list, output_dir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", metavar="RESULTS", nargs="+", type=Path,
                         help="results JSON files or folders of them (e.g. a grid's output folder)")
-    parser.add_argument("--output", type=Path, default=Path("report"), help="report folder (default ./report)")
+    parser.add_argument("--output", type=output_dir, default=Path("report"), help="report folder (default ./report)")
     parser.add_argument("--metric", default="NDCG@10",
                         help="metric of the systems table, plots and quality analysis (default NDCG@10)")
     parser.add_argument("--language-metrics", type=comma_list, default=["NDCG@10", "Recall@100"],

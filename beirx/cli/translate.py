@@ -265,6 +265,8 @@ def _quality(source, output: Path, args, progress: bool) -> None:
     """Run the quality stage on the written dataset; a failure there never undoes the translation."""
     from beirx.data.dataset import BeirDataset
 
+    from beirx.network import HubUnavailable
+
     try:
         from beirx.translate.quality import report_dir, run_quality
 
@@ -273,8 +275,13 @@ def _quality(source, output: Path, args, progress: bool) -> None:
                     tgt_lang=args.lang, fields=tuple(f for f in ("queries", "corpus") if f in args.fields),
                     show_progress=progress, max_items=args.quality_max_items)
     except (BeirxError, OSError, ImportError) as exc:
-        log.warning("the translation is complete, but the quality report failed: %s", exc)
-        print(f"quality report: not written ({exc}); run  beirx quality {output} --source {source.root} "
-              f"--lang {args.lang} --encoder MODEL")
+        later = f"beirx quality {output} --source {source.root} --lang {args.lang} --encoder DIR"
+        if isinstance(exc, HubUnavailable) and args.quality_encoder in exc.what:
+            log.warning("quality report not written: the encoder %s is not in the local Hugging Face cache and the "
+                        "Hub cannot be reached (%s); pass --quality-encoder DIR (a local multilingual "
+                        "sentence-transformers folder) or --no-quality. The translation is complete; score it with  %s",
+                        args.quality_encoder, exc.cause, later)
+        else:
+            log.warning("quality report not written (%s). The translation is complete; score it with  %s", exc, later)
         return
     print(f"quality report: {report_dir(translated)}")

@@ -25,6 +25,7 @@ import requests
 
 from beirx import __version__
 from beirx.errors import BeirxError
+from beirx.network import reason, unreachable
 from beirx.progress import progress as progress_bar
 from beirx.redact import redact_url
 
@@ -36,31 +37,6 @@ CHUNK = 1 << 16
 
 OFFLINE_HINT = ("If you are offline: pass a local BEIR folder with --dataset DIR, set $BEIRX_BEIR_URL to a "
                 "mirror (a file:// folder works), or use hf:/path/to/local/copy.")
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """DNS failure or connection refused: the host is not there, so retrying is only a delay."""
-    import errno
-    import socket
-
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, socket.gaierror) or type(exc).__name__ == "NameResolutionError":
-            return True
-        if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
-            return True
-        if "Failed to resolve" in str(exc) or "Name or service not known" in str(exc) or \
-                "Connection refused" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__ or (exc.args[0] if exc.args and isinstance(exc.args[0], BaseException)
-                                                   else None)
-    return False
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc)
-    return "name not resolved" if "resolve" in text or "Name or service" in text else "connection refused"
 
 
 class _Interrupted(Exception):
@@ -161,8 +137,8 @@ def _fetch(url: str, part: Path, timeout: float, show: bool) -> None:
                     fh.write(chunk)
                     bar.update(len(chunk))
     except requests.ConnectionError as exc:
-        if offset == 0 and _unreachable(exc):  # no retry can help: fail now, with what to do instead
-            raise BeirxError(f"cannot reach {redact_url(url)} ({_reason(exc)}). {OFFLINE_HINT}") from None
+        if offset == 0 and unreachable(exc):  # no retry can help: fail now, with what to do instead
+            raise BeirxError(f"cannot reach {redact_url(url)} ({reason(exc)}). {OFFLINE_HINT}") from None
         raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc
     except (requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
         raise _Interrupted(f"{type(exc).__name__}: {exc}") from exc

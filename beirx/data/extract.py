@@ -39,7 +39,15 @@ def beir_layout_problems(root: Path) -> list[str]:
     missing = [f"{stem}.jsonl" for stem in ("corpus", "queries") if find_file(root, stem) is None]
     if not any((root / "qrels").glob("*.tsv")):
         missing.append("qrels/<split>.tsv")
-    return missing
+    return [_with_link_problem(root, name) for name in missing]
+
+
+def _with_link_problem(root: Path, name: str) -> str:
+    """``name``, plus why when a symbolic link in its way loops or leads nowhere."""
+    from beirx.paths import link_problem
+
+    problem = link_problem(Path(root) / name.split("<")[0].rstrip("/"))
+    return f"{name} ({problem})" if problem else name
 
 
 def is_complete(folder: Path) -> bool:

@@ -37,6 +37,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import card_languages, read_front_matter
 from beirx.data.records import Doc, Qrels, Query
 from beirx.errors import BeirxError, DataError, require
+from beirx.network import hub_call
 
 log = logging.getLogger(__name__)
 
@@ -227,18 +228,12 @@ def _snapshot(repo_id: str, revision: str | None) -> tuple[Path, str]:
         raise BeirxError(f"{repo_id}: no such folder, and not a Hub repository id (ORG/NAME)")
     require("huggingface_hub", "hub", f"downloading {repo_id} from the Hugging Face Hub")
     from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    try:
+    with hub_call(f"get hf:{repo_id}{'@' + revision if revision else ''}",
+                  "pass a local copy instead (hf:/path/to/local/copy, or a BEIR folder with --dataset DIR)"):
         # HF_ENDPOINT is read here, not at import, so a self-hosted hub set after start-up is honoured.
         path = Path(snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision,
                                       endpoint=os.environ.get("HF_ENDPOINT") or None))
-    except LocalEntryNotFoundError as exc:
-        raise BeirxError(f"hf:{repo_id}{'@' + revision if revision else ''} is not in the local Hugging Face cache "
-                         f"and the Hub cannot be reached (offline: HF_HUB_OFFLINE="
-                         f"{os.environ.get('HF_HUB_OFFLINE', '0')}): {exc}") from exc
-    except HfHubHTTPError as exc:
-        raise BeirxError(f"cannot download hf:{repo_id}: {exc}") from exc
     return path, path.name  # snapshots/<commit>
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from beirx.data import catalogue
@@ -18,6 +19,7 @@ from beirx.data.catalogue import DatasetInfo
 from beirx.data.dataset import BeirDataset
 from beirx.data.extract import beir_layout_problems, is_complete
 from beirx.errors import BeirxError, MissingExtraError
+from beirx.paths import link_problem
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,9 @@ def resolve_dataset(spec: str, lang: str = "en", download: bool = True, base_url
     local = _local_folder(spec)
     if local is not None:
         return BeirDataset(local, lang=lang, source=str(local))  # named after its family (translation.json)
-    if spec.startswith(("/", ".", "~")):
-        raise BeirxError(f"dataset folder {spec} not found")
+    if spec.startswith(("/", ".", "~")) or os.path.lexists(os.path.expanduser(spec)):
+        link = link_problem(spec)  # a symbolic link that loops or leads nowhere: say so
+        raise BeirxError(f"dataset folder {spec} not found" + (f": {link}" if link else ""))
     info = catalogue.get(spec)
     if lang != "en":
         return _translated(info, lang)

@@ -52,6 +52,7 @@ from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.paths import link_problem
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
 _FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}
@@ -260,6 +261,8 @@ def _first_stage_file(value: str | None, system_names: set[str]) -> Path | None:
     path = Path(value).expanduser()
     if path.is_file():
         return path
+    if link_problem(path):
+        raise DataError(path, "run file not found")  # the message says which link loops or leads nowhere
     what = "is a folder, not a run file" if path.exists() else "is neither an existing run file nor a system name"
     raise BeirxError(f"--first-stage {value!r} {what}; pass a TREC run file or one of: {', '.join(sorted(system_names))}")
 

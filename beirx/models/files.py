@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beirx.checksums import files_checksum
-from beirx.errors import BeirxError, require
+from beirx.errors import DataError, require
+from beirx.network import hub_call
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,15 @@ def folder_checksum(folder: Path) -> str:
     return files_checksum(folder, files)
 
 
+LOCAL_MODEL_HINT = "pass a local model folder instead"
+
+
+def _not_a_folder(name: str, path: Path) -> None:
+    """Fail for a name that can only be meant as a folder (a path, or a symbolic link that cannot be followed)."""
+    if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1 or os.path.lexists(path):
+        raise DataError(name, "model folder not found")
+
+
 def resolve_model(name: str, revision: str | None = None) -> ModelFiles:
     """Local folder as is; otherwise the Hub snapshot (from the local Hugging Face cache when offline)."""
     path = Path(name).expanduser()
@@ -56,14 +67,10 @@ def resolve_model(name: str, revision: str | None = None) -> ModelFiles:
         if revision:
             log.warning("model %s is a local folder: --model-revision %s is ignored", name, revision)
         return ModelFiles(name=name, folder=path.resolve(), revision=folder_checksum(path), local=True)
-    if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
-        raise BeirxError(f"model folder not found: {name}")
+    _not_a_folder(name, path)
     hub = require("huggingface_hub", "hub", "downloading models from the Hugging Face Hub")
-    try:
+    with hub_call(f"get model {name!r}", LOCAL_MODEL_HINT):
         folder = Path(hub.snapshot_download(name, revision=revision))
-    except Exception as exc:  # offline, unknown repo, gated model ...: all need the same user action
-        raise BeirxError(f"cannot get model {name!r} from the Hugging Face Hub or its local cache "
-                         f"({type(exc).__name__}: {exc}); pass a local model folder instead") from exc
     commit = folder.name if folder.parent.name == "snapshots" else folder_checksum(folder)
     return ModelFiles(name=name, folder=folder, revision=commit)
 
@@ -77,12 +84,8 @@ def model_revision(name: str, revision: str | None = None) -> str:
     path = Path(name).expanduser()
     if path.is_dir():
         return folder_checksum(path)
-    if path.is_absolute() or name.startswith((".", "~")) or name.count("/") > 1:
-        raise BeirxError(f"model folder not found: {name}")
+    _not_a_folder(name, path)
     hub = require("huggingface_hub", "hub", "finding the revision of a Hugging Face Hub model")
-    try:
+    with hub_call(f"get model {name!r}", LOCAL_MODEL_HINT):
         config = Path(hub.hf_hub_download(name, "config.json", revision=revision))
-    except Exception as exc:  # offline and not cached, unknown repo, gated model ...
-        raise BeirxError(f"cannot get model {name!r} from the Hugging Face Hub or its local cache "
-                         f"({type(exc).__name__}: {exc}); pass a local model folder instead") from exc
     return config.parent.name if config.parent.parent.name == "snapshots" else folder_checksum(config.parent)

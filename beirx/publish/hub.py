@@ -35,6 +35,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
+from beirx.network import hub_call, is_network_error
 from beirx.publish import cards
 
 log = logging.getLogger(__name__)
@@ -242,14 +243,18 @@ def push_folder(folder: Path | str, repo_id: str, *, private: bool = False, endp
     if not files:
         raise BeirxError(f"{folder} has no files to push")
     api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None)
-    try:
-        url = api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
-        remote = set(api.list_repo_files(repo_id, repo_type=repo_type))
-        stale = sorted(p for p in remote - set(files) if p.split("/", 1)[0] in stale_dirs)
-        operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel)) for rel in files]
-        operations += [CommitOperationDelete(path_in_repo=rel) for rel in stale]
-        info = api.create_commit(repo_id, operations=operations, commit_message=commit_message, repo_type=repo_type)
-    except HfHubHTTPError as exc:
-        raise BeirxError(f"pushing to {repo_id} failed: {exc}") from exc
+    with hub_call(f"push to {repo_id}", f"pushing needs the Hub: the export in {folder} is complete, push it later"):
+        try:
+            url = api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True)
+            remote = set(api.list_repo_files(repo_id, repo_type=repo_type))
+            stale = sorted(p for p in remote - set(files) if p.split("/", 1)[0] in stale_dirs)
+            operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(folder / rel)) for rel in files]
+            operations += [CommitOperationDelete(path_in_repo=rel) for rel in stale]
+            info = api.create_commit(repo_id, operations=operations, commit_message=commit_message,
+                                     repo_type=repo_type)
+        except HfHubHTTPError as exc:
+            if is_network_error(exc):
+                raise
+            raise BeirxError(f"pushing to {repo_id} failed: {exc}") from exc
     log.info("pushed %d files to %s (%d stale files removed): %s", len(files), url, len(stale), info.commit_url)
     return info.commit_url

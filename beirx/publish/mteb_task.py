@@ -32,6 +32,7 @@ from typing import Any
 from beirx.atomic import atomic_writer
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, require
+from beirx.network import hub_call
 from beirx.publish import cards
 
 log = logging.getLogger(__name__)
@@ -353,12 +354,9 @@ def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
     """The current commit of a Hub dataset repository (for a task file pinned to what was pushed)."""
     require("huggingface_hub", "hub", "looking up a Hub revision")
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-    try:
+    with hub_call(f"look up the revision of {repo_id}", "pass --revision SHA (the commit of the dataset repository)"):
         sha = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None).dataset_info(repo_id).sha
-    except (HfHubHTTPError, OfflineModeIsEnabled, OSError) as exc:
-        raise BeirxError(f"cannot look up the revision of {repo_id} ({exc}); pass --revision SHA") from exc
     if not sha:
         raise BeirxError(f"the Hub returned no revision for {repo_id}; pass --revision SHA")
     return sha

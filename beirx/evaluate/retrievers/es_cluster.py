@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from beirx.errors import BeirxError, require
+from beirx.network import reason
 from beirx.redact import redact_url
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class Cluster:
             status = getattr(getattr(exc, "meta", None), "status", None) or getattr(exc, "status_code", None)
             body = getattr(exc, "body", None) or getattr(exc, "info", None)
             if not isinstance(status, int):  # network failure after the client's own retries
-                raise BeirxError(f"Elasticsearch {action} failed: cannot reach {self.url}: {exc}") from exc
+                raise BeirxError(f"Elasticsearch {action} failed: cannot reach {self.url} ({reason(exc)})") from exc
             raise ServerError(action, status, error_reason(body) if body else str(exc)) from exc
 
     # -- indices -------------------------------------------------------------------------------
@@ -213,7 +214,9 @@ def _probe(url: str, headers: dict[str, str], tls: dict[str, Any], timeout: floa
     except TransportError as exc:
         hint = " (TLS: pass --es-ca-certs CA.pem, or --no-es-verify for a test cluster)" if "ssl" in str(exc).lower() \
             or "certificate" in str(exc).lower() else ""
-        raise BeirxError(f"cannot reach Elasticsearch at {redact_url(url)}: {exc}{hint}") from exc
+        cause = reason(exc)
+        raise BeirxError(f"cannot reach Elasticsearch at {redact_url(url)} "
+                         f"({exc if cause == 'connection failed' else cause}){hint}; start it, or fix --es-url") from exc
     finally:
         transport.close()
     if meta.status in (401, 403):
