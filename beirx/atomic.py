@@ -2,6 +2,11 @@
 
 A reader (or a crash) therefore sees either the old complete file or the new complete one, never a
 truncated mix; this is what lets a killed run be restarted without losing anything already written.
+Folders are published whole the same way (:func:`atomic_dir`, :func:`publish_dir`: an atomic exchange where the
+system has one). A write that fails for lack of space, or on a read-only file system, raises ``OSError``
+naming the file (the error boundary turns it into "the disk is full ... rerun to resume"); a file written
+through a memory map has its space reserved first (:func:`reserve`), since a full disk there is not an error
+but a SIGBUS that kills the process.
 """
 
 from __future__ import annotations
@@ -25,12 +30,29 @@ def current_umask() -> int:
     return mask
 
 
+# errno values of a write that failed because of where it writes (not what): the error is about that file
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+@contextlib.contextmanager
+def naming(path: Path | str) -> Iterator[None]:
+    """Inside the block, a write error without a file name (``write()`` on a full disk has none) names ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno in WRITE_ERRNOS:
+            exc.filename = str(path)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path | str, gzip_: bool = False, binary: bool = False) -> Iterator[IO]:
-    """Yield a file handle whose content replaces ``path`` only if the block completes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Yield a file handle whose content replaces ``path`` only if the block completes (``path`` a symbolic link:
+    the file it points to, so the link stays)."""
+    path = _followed(path)
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~current_umask())  # as open() would create it, not mkstemp's 0600
         with os.fdopen(fd, "wb") as raw:
@@ -48,10 +70,34 @@ def atomic_writer(path: Path | str, gzip_: bool = False, binary: bool = False) -
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno in WRITE_ERRNOS:
+            exc.filename = str(path)
         raise
+
+
+def reserve(path: Path | str, size: int | None = None) -> None:
+    """Allocate the disk blocks of ``path`` up to ``size`` bytes (default: its current size) now.
+
+    A file written through a memory map (``numpy.memmap``) gets its blocks only when a page is written back; if
+    the disk is full by then, the kernel kills the process with SIGBUS, losing the run's state and its message.
+    Reserved up front, a full disk is an ``OSError`` (ENOSPC) here, naming the file, before any work; blocks
+    already written are left as they are (``posix_fallocate`` never changes data), so a resumed file can be
+    reserved again.
+    """
+    path = Path(path)
+    with naming(path), open(path, "r+b") as fh:
+        size = os.fstat(fh.fileno()).st_size if size is None else size
+        if size <= 0 or not hasattr(os, "posix_fallocate"):  # pragma: no cover - not POSIX
+            return
+        try:
+            os.posix_fallocate(fh.fileno(), 0, size)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without it: writes stay unreserved
+                return
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
 def write_json(path: Path | str, obj: Any) -> None:
@@ -70,7 +116,7 @@ def atomic_dir(target: Path | str) -> Iterator[Path]:
     """
     import shutil
 
-    target = Path(target)
+    target = _followed(target)
     tmp = sibling_temp_dir(target)
     try:
         yield tmp
@@ -78,6 +124,30 @@ def atomic_dir(target: Path | str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def carry_over(old: Path | str, new: Path | str) -> None:
+    """Hard-link into ``new`` every file of the folder ``old`` that ``new`` does not have (copies where links are
+    impossible): what a rewrite of a folder does not produce itself (a report written there later) survives its
+    :func:`atomic_dir` swap. Links cost no space and no time; the rewrite replaces its own files, never edits them."""
+    import shutil
+
+    old, new = Path(old), Path(new)
+    for root, dirs, files in os.walk(old):
+        dest = new / Path(root).relative_to(old)
+        dirs[:] = [d for d in dirs if not os.path.lexists(dest / d) or (dest / d).is_dir()]
+        for name in dirs:
+            if os.path.islink(Path(root) / name):
+                files.append(name)  # a link to a folder is carried as a link
+            else:
+                (dest / name).mkdir(exist_ok=True)
+        dirs[:] = [d for d in dirs if not os.path.islink(Path(root) / d)]
+        for name in files:
+            if not os.path.lexists(dest / name):
+                try:
+                    os.link(Path(root) / name, dest / name, follow_symlinks=False)
+                except OSError:
+                    shutil.copy2(Path(root) / name, dest / name, follow_symlinks=False)
 
 
 def sibling_temp_dir(target: Path, suffix: str = ".tmp") -> Path:
@@ -93,13 +163,29 @@ def sibling_temp_dir(target: Path, suffix: str = ".tmp") -> Path:
 def publish_dir(tmp: Path, target: Path) -> None:
     """Move ``tmp`` to ``target``, replacing it; safe when several processes publish the same target.
 
-    An existing ``target`` is first renamed to a unique trash name (atomic, so two processes never delete
-    the same folder under each other), then ``tmp`` takes its place. If another process published in the
-    meantime, its folder is moved aside the same way and this process retries.
+    A missing ``target`` is a plain rename. An existing one is swapped with ``tmp`` in one atomic step
+    (``renameat2(RENAME_EXCHANGE)``, Linux), so a reader or a SIGKILL sees the old folder or the new one, never
+    neither; the old one, now at ``tmp``, is then deleted. Where the system cannot swap, ``target`` is first
+    renamed to a unique trash name (atomic, so two processes never delete the same folder under each other),
+    then ``tmp`` takes its place. If another process published in the meantime, this one retries. A ``target``
+    that is a symbolic link is published where it points, so the link stays.
     """
     import shutil
 
+    target = _followed(target)
     for _ in range(20):
+        try:
+            os.replace(tmp, target)  # no target (or an empty one): a rename is atomic
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        swapped = _exchange(tmp, target)
+        if swapped:
+            shutil.rmtree(tmp, ignore_errors=True)  # the previous version
+            return
+        if swapped is None:  # the target vanished meanwhile: rename again
+            continue
         if target.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
             try:
@@ -116,3 +202,38 @@ def publish_dir(tmp: Path, target: Path) -> None:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
     raise OSError(errno.EEXIST, "could not publish the folder: other processes keep replacing it", str(target))
+
+
+def _followed(target: Path | str) -> Path:
+    """``target``, or where it points when it is a symbolic link (a write replaces the file or folder, not the
+    link); a link that loops or leads nowhere is an ``OSError`` naming it."""
+    target = Path(target)
+    if not target.is_symlink():
+        return target
+    if not target.exists():
+        from beirx.paths import link_problem
+
+        raise OSError(errno.ENOENT, link_problem(target) or "broken symbolic link", str(target))
+    return target.resolve()
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool | None:
+    """Swap paths ``a`` and ``b`` atomically: True; False when the system cannot; None when one is gone."""
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # not glibc >= 2.28 (or not Linux)
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.ENOENT:
+        return None
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))

@@ -1,10 +1,21 @@
 """Cache entries that verify themselves: what an entry holds is recorded when it is complete, checked on load.
 
-An entry (a folder or a file) records every file's size and checksum; files above :data:`FULL_LIMIT`
-bytes get a *sampled* checksum (size plus :data:`SAMPLES` evenly spaced 64 KiB blocks, first and last
-included), so checking a multi-GB embedding matrix reads a few MB yet still catches truncation, a
-zeroed or replaced file and most partial damage. The record is written last (the completion marker), so
-an interrupted write never looks complete. A damaged entry is reported and rebuilt, never used.
+Two rules hold for every cache, complete or resumable: a record never claims more than the data on disk holds
+(the data is made durable -- fsync, msync -- *before* the record that counts it is written), and a reader
+checks what a record claims (rows, sizes, checksums) before trusting it.
+
+*Complete entries* (:func:`seal`, :func:`verify`): an entry (a folder) records every file's size and checksum;
+files above :data:`FULL_LIMIT` bytes get a *sampled* checksum (size plus :data:`SAMPLES` evenly spaced 64 KiB
+blocks, first and last included), so checking a multi-GB embedding matrix reads a few MB yet still catches
+truncation, a zeroed or replaced file and most partial damage. The files are synced, then the record is
+written last (the completion marker), so an interrupted write never looks complete. A damaged entry is
+reported and rebuilt, never used.
+
+*Resumable builds* (:class:`ProgressJournal`): a build that takes hours (encoding a corpus, a learned sparse
+index) commits its work in chunks; the journal records each committed chunk with the checksum of its data,
+and a resumed build recomputes those checksums and continues after the last chunk that verifies, so a
+progress record that ran ahead of its data (a crash between the two, a damaged or replaced file) costs the
+unverified chunks, never a silently wrong result.
 """
 
 from __future__ import annotations
@@ -12,10 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from beirx.atomic import write_json
+from beirx.atomic import atomic_writer, naming, write_json
+from beirx.paths import link_problem
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +84,28 @@ def check_files(folder: Path, files: Any) -> str | None:
     return None
 
 
+def sync_files(folder: Path, exclude: tuple[str, ...] = ()) -> None:
+    """fsync every file under ``folder`` (and the folder itself), so a record written next is not ahead of them."""
+    folder = Path(folder)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in exclude):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def seal(folder: Path, marker: str, info: dict[str, Any]) -> None:
-    """Record every file of ``folder`` in ``folder/marker`` (with ``info``); call it after the last write."""
+    """Record every file of ``folder`` in ``folder/marker`` (with ``info``); call it after the last write.
+
+    The files are synced to disk first: the marker (the completion record) is never ahead of the data.
+    """
+    sync_files(folder, exclude=(marker,))
     write_json(Path(folder) / marker, {**info, "files": describe_files(folder, exclude=(marker,))})
 
 
@@ -91,6 +125,94 @@ def verify(folder: Path, marker: str) -> str | None:
 
 def report_damaged(what: str, where: Path, problem: str) -> None:
     log.warning("damaged %s at %s: %s; rebuilding it", what, where, problem)
+
+
+def digest_bytes(data) -> str:
+    """``sha256:<hex>`` of a bytes-like object (a chunk of a resumable build: rows, a file's bytes)."""
+    return "sha256:" + hashlib.sha256(memoryview(data).cast("B")).hexdigest()
+
+
+class ProgressJournal:
+    """The progress of a resumable build, which never runs ahead of its data and is verified before it is trusted.
+
+    An append-only file of JSON lines: the first states what is being built (``header``: sizes, order, anything a
+    resume must match); each further line is a committed chunk ``{"start", "end", "checksum"}`` over the build's
+    positions ``[start, end)``. :meth:`commit` first makes the chunk's data durable (the caller's ``sync``, e.g.
+    an msync or fsync), then appends the line and fsyncs it. :meth:`resume` trusts no line: it recomputes each
+    chunk's checksum from the data (the caller's ``digest(start, end)``), keeps the chunks that verify, in order,
+    and reports the first that does not. A torn last line (a crash mid-append) is ignored.
+
+    Usage (what :class:`beirx.models.embeddings_cache.EmbeddingCache` does)::
+
+        journal = ProgressJournal(partial / "progress.jsonl", {"rows": n, "order": digest})
+        done = journal.resume(lambda a, b: digest_bytes(data_of(a, b)))   # 0: start afresh
+        if not done:
+            journal.begin()
+        ...write positions [done, end) ...
+        journal.commit(done, end, digest_bytes(data_of(done, end)), sync=flush)
+    """
+
+    def __init__(self, path: Path | str, header: dict[str, Any]):
+        self.path = Path(path)
+        self.header = json.loads(json.dumps(header))  # as it reads back from JSON
+        self.done = 0
+
+    def resume(self, digest: Callable[[int, int], str], what: str = "resumable build") -> int:
+        """The position up to which the recorded chunks verify against the data (0: nothing usable)."""
+        self.done = 0
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return 0
+        entries = []
+        for line in lines:
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                break  # a torn last line
+        if not entries or entries[0] != {"header": self.header}:
+            return 0
+        kept = [entries[0]]
+        for entry in entries[1:]:
+            ok = isinstance(entry, dict) and entry.get("start") == self.done and isinstance(entry.get("end"), int) \
+                and entry["end"] > self.done
+            if ok:
+                try:
+                    ok = digest(self.done, entry["end"]) == entry.get("checksum")
+                except (OSError, ValueError, IndexError) as exc:
+                    log.debug("chunk %s of %s unreadable: %s", entry, self.path, exc)
+                    ok = False
+            if not ok:
+                log.warning("%s at %s: its progress record claims positions %s-%s, but the data there does not "
+                            "match; resuming at %d instead", what, self.path.parent, entry.get("start") if
+                            isinstance(entry, dict) else "?", entry.get("end") if isinstance(entry, dict) else "?",
+                            self.done)
+                break
+            kept.append(entry)
+            self.done = entry["end"]
+        if len(kept) < len(entries):  # drop what did not verify, so later chunks append to a true record
+            self._rewrite(kept)
+        return self.done
+
+    def begin(self) -> None:
+        """Start a new journal (nothing done)."""
+        self.done = 0
+        self._rewrite([{"header": self.header}])
+
+    def commit(self, start: int, end: int, checksum: str, sync: Callable[[], None]) -> None:
+        """Record positions ``[start, end)`` as done, after ``sync()`` has made their data durable."""
+        if start != self.done:
+            raise ValueError(f"chunk {start}-{end} does not continue the journal at {self.done}")
+        sync()
+        with naming(self.path), open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"start": start, "end": end, "checksum": checksum}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.done = end
+
+    def _rewrite(self, entries: list[dict[str, Any]]) -> None:
+        with atomic_writer(self.path) as fh:
+            fh.write("".join(json.dumps(e) + "\n" for e in entries))
 
 
 QUICK_CHECK_LIMIT = 256 << 20  # bytes; larger SQLite caches get only the header/schema probe on open
@@ -134,6 +256,8 @@ def open_sqlite_cache(path: Path, connect, what: str):
     problem = None
     if path.exists() and not path.is_file():
         raise DataError(path, f"the {what} must be a file; this is a folder or special file")
+    if os.path.lexists(path) and not path.exists() or link_problem(path.parent):
+        raise DataError(path, f"the {what} cannot be opened")  # names the symbolic link that loops or leads nowhere
     if path.exists():
         try:
             conn = connect(path)
@@ -195,7 +319,12 @@ def open_shared_cache(path: Path, what: str, timeout: float = SQLITE_BUSY_TIMEOU
 
 class WriteTransaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``): takes the write lock up front, so a busy
-    database makes us wait (busy timeout) at the start instead of failing half-way through."""
+    database makes us wait (busy timeout) at the start instead of failing half-way through.
+
+    A full disk (SQLite's "database or disk is full", in the transaction or at its commit) rolls the transaction
+    back -- every transaction committed before stays -- and is raised as ``OSError(ENOSPC)`` naming the database
+    file, so it reads as a full disk, never as a damaged cache to delete.
+    """
 
     def __init__(self, conn):
         self._conn = conn
@@ -203,5 +332,34 @@ class WriteTransaction:
     def __enter__(self) -> None:
         self._conn.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, exc_type, *exc) -> None:
-        self._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+    def __exit__(self, exc_type, exc, tb) -> None:
+        import sqlite3
+
+        try:
+            if exc_type is None:
+                self._conn.execute("COMMIT")
+            elif self._conn.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error as commit_error:
+            if not _disk_full(commit_error):
+                raise
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            exc = commit_error
+        if exc is not None and _disk_full(exc):
+            raise _enospc(self._conn) from exc
+
+
+def _disk_full(exc: BaseException) -> bool:
+    import sqlite3
+
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                                               or "disk is full" in str(exc))
+
+
+def _enospc(conn) -> OSError:
+    import errno
+
+    rows = conn.execute("PRAGMA database_list").fetchall()
+    path = next((r[2] for r in rows if r[1] == "main" and r[2]), None)
+    return OSError(errno.ENOSPC, "No space left on device", path)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from beirx.cli import main
@@ -48,3 +50,25 @@ def build_tiny_st(folder: Path) -> Path:
     model.max_seq_length = 48
     model.save(str(folder))
     return folder
+
+
+def small_fs_runner():
+    """How to run a shell script with a small tmpfs of its own, or None where mounting is not allowed.
+
+    ``unshare -Urm`` (a private user and mount namespace: no root needed, and the mount disappears with the
+    script) where unprivileged namespaces are allowed; plain ``sh`` when this process is root and may mount.
+    The script gets ``mount``/``umount`` rights over the folders it mounts; nothing outside it sees them.
+    """
+    import shutil
+    import subprocess
+
+    probes = [["unshare", "-Urm", "sh", "-c"]] if shutil.which("unshare") else []
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        probes.append(["sh", "-c"])
+    for prefix in probes:
+        with tempfile.TemporaryDirectory() as probe:
+            ok = subprocess.run([*prefix, f"mount -t tmpfs -o size=64k tmpfs {probe} && umount {probe}"],
+                                capture_output=True).returncode == 0
+        if ok:
+            return prefix
+    return None

@@ -16,7 +16,9 @@ Steps (each streams; memory does not grow with the corpus):
 
 Resume without loss and byte-identical output: every batch is committed to the memory as soon as it is
 translated (an LLM backend's executor commits every unit as soon as it is validated), and nothing is
-written to the output folder before all segments are translated. The batches
+written to the output folder before all segments are translated; the output folder is then written whole beside
+the old one and swapped in at once (:func:`beirx.atomic.atomic_dir`), so a kill during the write (or an
+``--assemble``) leaves the old output or the complete new one. The batches
 are planned over *all* unique segments before any is skipped, so a rerun of the same command (or a shard,
 or a Ray replica) meets the same batches, skips those committed, and sends the others to the backend
 exactly as one uninterrupted run would: even a backend whose output depends on the batch (Apertium's
@@ -39,7 +41,7 @@ from typing import Any
 
 from beirx.artifacts.manifest import (FILENAME, DatasetSide, MemoryRef, TargetSide, TranslationManifest,
                                       TranslationOptions)
-from beirx.atomic import atomic_writer
+from beirx.atomic import atomic_dir, atomic_writer, carry_over
 from beirx.data import beir_io
 from beirx.progress import progress as progress_bar
 from beirx.progress import postfix, skip
@@ -243,8 +245,6 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     counts.extra = {"placeholder_fallbacks": failed, "split_long": split_long, **sizes}
 
     validated = planner.unit_tokens is not None
-    with timer.section("write"):
-        files, flags = _write(dataset, output, fields, limit, planner, memory, system, validated)
     segmenter = f"beirx rule-based sentences ({translator.src})"
     if validated:
         segmenter = (f"beirx document units of at most {planner.unit_tokens} tokens, split at paragraphs then "
@@ -252,11 +252,16 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
     options = TranslationOptions(fields=list(fields), limit=limit, batch_size=batch_size, verbatim=mode,
                                  verbatim_kinds=list(kinds), max_segment_tokens=planner.max_tokens,
                                  segmenter=segmenter, shards=assemble)
-    manifest = _manifest(dataset, output, translator, description, memory, system, counts, timer, started, options,
-                         files, fields, limit)
-    if validated:
-        manifest.llm = {**translator.run_report(counts.llm.as_dict()), "output": flags}
-    manifest.save(output / MANIFEST)
+    # The whole folder is written beside the old one and swapped in at once: a kill (or a full disk) leaves
+    # the previous output or the complete new one, never new files beside old ones under an old manifest.
+    with timer.section("write"), atomic_dir(output) as staging:
+        files, flags = _write(dataset, staging, fields, limit, planner, memory, system, validated)
+        carry_over(output, staging)
+        manifest = _manifest(dataset, output, translator, description, memory, system, counts, timer, started,
+                             options, files, fields, limit)
+        if validated:
+            manifest.llm = {**translator.run_report(counts.llm.as_dict()), "output": flags}
+        manifest.save(staging / MANIFEST)
     log.info("translated %s -> %s: %d segments (%d unique, %d from memory, %d translated)", dataset.name, output,
              counts.segments_total, counts.segments_unique, counts.from_memory, counts.translated)
     return manifest

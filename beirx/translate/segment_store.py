@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from beirx.cache_integrity import WriteTransaction
+
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())
 _FLUSH_ROWS = 20_000
 _FETCH_ROWS = 2_000
@@ -60,10 +62,9 @@ class SegmentStore:
     def _flush(self, table: str) -> None:
         rows = self._pending.pop(table, None)
         if rows:
-            self._conn.execute("BEGIN")
-            self._conn.executemany(f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET n = max(n, excluded.n)",
-                                   rows)
-            self._conn.execute("COMMIT")
+            with WriteTransaction(self._conn):  # a full disk: OSError(ENOSPC) naming this file
+                self._conn.executemany(f"INSERT INTO {table} VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET "
+                                       "n = max(n, excluded.n)", rows)
 
     def count(self, table: str) -> int:
         self._flush(self._table(table))
