@@ -69,7 +69,8 @@ def test_interrupted_encoding_resumes_and_publishes_only_when_complete(tmp_path)
         # checkpoints every 32 batches of 2 texts: 64 texts are safe when the 40th batch fails
         cache.build(ids, texts, fake_encoder(calls, fail_after=39), 3, 2, {"model": "m"}, order, show_progress=False)
     assert not cache.exists() and cache.partial.is_dir()
-    assert json.loads((cache.partial / "progress.json").read_text())["done"] == 64
+    journal = [json.loads(line) for line in (cache.partial / "progress.jsonl").read_text().splitlines()]
+    assert journal[-1]["end"] == 64  # the last committed chunk (each line: a chunk and its rows' checksum)
 
     resumed = []
     matrix, doc_ids = cache.build(ids, texts, fake_encoder(resumed), 3, 2, {"model": "m"}, order, show_progress=False)

@@ -11,9 +11,13 @@ Layout of one entry, ``$BEIRX_HOME/embeddings/<label>-<key>/``:
 
 Encoding writes into ``.<label>-<key>.partial/`` and renames the folder when the last row is written, so a
 complete-looking entry is always complete. Callers hold :attr:`EmbeddingCache.lock` (an advisory file
-lock) while checking and building, so parallel jobs sharing one cache encode a corpus once. The partial folder also records how many rows (in
-length-sorted order) are done, flushed every few batches: an interrupted encoding resumes where it
-stopped instead of starting over.
+lock) while checking and building, so parallel jobs sharing one cache encode a corpus once. The matrix's disk
+space is reserved when it is created (:func:`beirx.atomic.reserve`), so a full disk is a clear error, not a
+SIGBUS in the middle of the memory-mapped writes. Every few batches the rows written so far are flushed and
+then recorded, with their checksum, in the partial folder's progress journal
+(:class:`beirx.cache_integrity.ProgressJournal`): an interrupted encoding resumes after the last chunk whose
+rows still match their checksum, so a progress record that claims rows the matrix does not hold is never
+sealed into a wrong entry.
 
 Batching is length-sorted (longest first, by the caller's length measure; beirx uses token counts): similar
 lengths share a batch, so little compute goes to padding, and an out-of-memory batch shows up at the start
@@ -35,7 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from beirx.atomic import write_json
+from beirx.atomic import atomic_writer, publish_dir, reserve, write_json
+from beirx.cache_integrity import ProgressJournal, digest_bytes, report_damaged, seal, verify
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -89,16 +94,12 @@ class EmbeddingCache:
         problem = self.problem()
         if problem is None:
             return True
-        from beirx.cache_integrity import report_damaged
-
         report_damaged("embedding cache", self.folder, problem)
         shutil.rmtree(self.folder, ignore_errors=True)
         return False
 
     def problem(self) -> str | None:
         """What is wrong with the entry (missing marker, changed files, wrong shape or ID count), or None."""
-        from beirx.cache_integrity import verify
-
         if not (self.folder / "meta.json").is_file():
             return "meta.json (the completion marker) is missing"
         problem = verify(self.folder, "integrity.json")
@@ -123,35 +124,56 @@ class EmbeddingCache:
               show_progress: bool = True) -> tuple[np.ndarray, list[str]]:
         """Encode in ``order`` (resuming a partial entry if one exists), publish the entry, return it memory-mapped."""
         self.root.mkdir(parents=True, exist_ok=True)
-        progress_path = self.partial / "progress.json"
         matrix_path = self.partial / "embeddings.npy"
-        start = 0
-        if progress_path.is_file() and matrix_path.is_file():
-            progress = json.loads(progress_path.read_text(encoding="utf-8"))
-            if progress.get("num_docs") == len(texts) and progress.get("order") == order_digest(order):
-                start = int(progress["done"])
-                log.info("resuming encoding at %d/%d documents from %s", start, len(texts), self.partial)
-        if start:
-            matrix = np.lib.format.open_memmap(matrix_path, mode="r+")
-        else:
+        journal = ProgressJournal(self.partial / PROGRESS,
+                                  {"num_docs": len(texts), "dim": int(dim), "order": order_digest(order)})
+        matrix, start = self._resumable(matrix_path, journal, order, (len(texts), int(dim)))
+        if matrix is None:
             shutil.rmtree(self.partial, ignore_errors=True)
             self.partial.mkdir(parents=True)
             matrix = np.lib.format.open_memmap(matrix_path, mode="w+", dtype=np.float32, shape=(len(texts), dim))
+            reserve(matrix_path)  # a full disk fails here, not as a SIGBUS in the mapped writes
+            journal.begin()
 
         def checkpoint(done: int) -> None:
-            matrix.flush()
-            write_json(progress_path, {"done": done, "num_docs": len(texts), "order": order_digest(order)})
+            journal.commit(journal.done, done, rows_digest(matrix, order[journal.done:done]), sync=matrix.flush)
 
         encode_into(matrix, texts, encode, batch_size, order, start=start,
                     on_progress=checkpoint, show_progress=show_progress, desc=f"encode {meta.get('model', '')}")
         matrix.flush()
-        (self.partial / "doc_ids.json").write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
-        progress_path.unlink()
-        from beirx.atomic import publish_dir
-        from beirx.cache_integrity import seal
-
+        with atomic_writer(self.partial / "doc_ids.json") as fh:
+            json.dump(doc_ids, fh, ensure_ascii=False)
+        journal.path.unlink()
         seal(self.partial, "integrity.json", {"num_docs": len(doc_ids), "dim": int(dim)})
         write_json(self.partial / "meta.json", meta)  # last: marks the entry complete
         publish_dir(self.partial, self.folder)
         log.info("cached %d embeddings in %s", len(doc_ids), self.folder)
         return self.load()
+
+    def _resumable(self, matrix_path: Path, journal: ProgressJournal, order: np.ndarray,
+                   shape: tuple[int, int]) -> tuple[np.ndarray | None, int]:
+        """The partial matrix and the number of rows (in ``order``) whose checksums verify, or ``(None, 0)``."""
+        if not (matrix_path.is_file() and journal.path.is_file()):
+            return None, 0
+        try:
+            matrix = np.lib.format.open_memmap(matrix_path, mode="r+")
+        except (OSError, ValueError) as exc:
+            log.warning("partial embeddings at %s are unreadable (%s); encoding from the start", self.partial, exc)
+            return None, 0
+        if matrix.shape != shape or matrix.dtype != np.float32:
+            return None, 0
+        start = journal.resume(lambda a, b: rows_digest(matrix, order[a:b]), "partial embedding cache")
+        if not start:
+            return None, 0
+        reserve(matrix_path)  # a matrix left sparse by an older beirx gets its space now
+        log.info("resuming encoding at %d/%d documents from %s (their checksums verified)", start, shape[0],
+                 self.partial)
+        return matrix, start
+
+
+PROGRESS = "progress.jsonl"
+
+
+def rows_digest(matrix: np.ndarray, rows: np.ndarray) -> str:
+    """Checksum of ``matrix[rows]`` (rows in encoding order): what a progress record claims was written."""
+    return digest_bytes(np.ascontiguousarray(matrix[np.sort(rows)]))

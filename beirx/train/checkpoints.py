@@ -1,21 +1,26 @@
 """Checkpoints of a training run and resuming from the last one after a kill.
 
 The trainer writes ``checkpoint-<step>`` folders (weights, optimizer, scheduler, RNG states, data position)
-every ``save_steps`` under ``<output>/checkpoints``; rerunning the same command finds the last complete one
-(``transformers.trainer_utils.get_last_checkpoint``) and continues from it, so the data order and the result
-are the ones an uninterrupted run gives. ``run.json`` beside them records what the run is (base model,
-dataset checksum, split, parameters): checkpoints of a different run are never resumed silently.
+every ``save_steps`` under ``<output>/checkpoints``, in place: a kill while saving leaves a folder that looks
+like the newest checkpoint but is half written. So each folder is sealed once the trainer has saved it
+(:func:`sealing_callback`: :func:`beirx.cache_integrity.seal` records every file's size and checksum), and a
+rerun of the same command resumes from the newest checkpoint that verifies (:func:`last_checkpoint`); one that
+does not is reported and removed. The data order and the result are then the ones an uninterrupted run gives.
+``run.json`` beside them records what the run is (base model, dataset checksum, split, parameters):
+checkpoints of a different run are never resumed silently.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from beirx.atomic import write_json
+from beirx.cache_integrity import report_damaged, seal, verify
 from beirx.errors import BeirxError
 
 log = logging.getLogger(__name__)
@@ -28,12 +33,39 @@ def checkpoint_dir(output: Path) -> Path:
     return Path(output) / FOLDER
 
 
-def last_checkpoint(output: Path) -> str | None:
-    """The newest complete ``checkpoint-N`` folder of the run in ``output``, or None."""
-    from transformers.trainer_utils import get_last_checkpoint
+SEAL = "beirx-checkpoint.json"
+_STEP = re.compile(r"^checkpoint-(\d+)$")
 
+
+def last_checkpoint(output: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder of the run in ``output`` that verifies against its seal, or None.
+
+    Newer folders that do not verify (a save interrupted by a kill, a damaged file, an older beirx's unsealed
+    checkpoint) are reported and removed, so the trainer writes them again from the one resumed.
+    """
     folder = checkpoint_dir(output)
-    return get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := _STEP.match(p.name))] \
+        if folder.is_dir() else []
+    for _, path in sorted(found, reverse=True):
+        problem = verify(path, SEAL)
+        if problem is None:
+            return str(path)
+        report_damaged("training checkpoint", path, f"{problem}; resuming from an earlier one")
+        shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def sealing_callback():
+    """A ``TrainerCallback`` that seals each checkpoint folder once the trainer has written it (main process)."""
+    from transformers import TrainerCallback
+
+    class SealCheckpoints(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and path.is_dir():
+                seal(path, SEAL, {"step": state.global_step})
+
+    return SealCheckpoints()
 
 
 def claim(output: Path, identity: dict[str, Any]) -> None:

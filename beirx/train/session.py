@@ -157,6 +157,7 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
                                     "dataset_checksum": data.dataset.checksum(), "split": opts.split,
                                     "language": data.lang, **opts.training_parameters()})
     trainer_progress.configure(trainer, show_progress)
+    trainer.add_callback(checkpoints.sealing_callback())  # before the caller's: a checkpoint is sealed first
     for callback in callbacks:
         trainer.add_callback(callback)
     resume = checkpoints.last_checkpoint(opts.output)
