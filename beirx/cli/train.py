@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from beirx.argtypes import output_dir, positive_float, positive_int
 from beirx.cli import show_progress
 
-KINDS = {"bi-encoder": "dense retriever (sentence-transformers, MultipleNegativesRankingLoss)",
+KINDS = {"bi-encoder": "dense retriever (sentence-transformers, MultipleNegativesRankingLoss with GradCache)",
          "cross-encoder": "reranker (CrossEncoder, BinaryCrossEntropyLoss on mined negatives)"}
 
 
@@ -22,14 +22,22 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
                                                      "mining (default: a translation's language, else en)")
     parser.add_argument("--split", default="train", help="qrels split to train on (default train)")
     parser.add_argument("--model", required=True, help="base model: local folder or Hub id")
-    parser.add_argument("--output", type=Path, required=True, help="folder for the trained model and its card")
+    parser.add_argument("--output", type=output_dir, required=True, help="folder for the trained model and its card")
     parser.add_argument("--epochs", type=float, default=1.0, help="epochs (default 1)")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (overrides --epochs)")
     parser.add_argument("--batch-size", type=int, default=32, help="examples per batch and device (default 32)")
     parser.add_argument("--learning-rate", "--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
     parser.add_argument("--warmup-ratio", type=float, default=0.1, help="linear warm-up share of steps (default 0.1)")
     parser.add_argument("--max-seq-length", type=int, default=None,
-                        help="tokens per text during training (default: the model's)")
+                        help="tokens per text during training (default: the 99th percentile of the training texts' "
+                             "token lengths, capped by the model)")
+    if kind == "bi-encoder":
+        parser.add_argument("--mini-batch-size", type=positive_int, default=None,
+                            help="texts encoded per forward/backward pass (GradCache: the gradient is the whole "
+                                 "batch's, the memory one mini-batch's; default 8)")
+    parser.add_argument("--max-memory", type=positive_float, default=None, metavar="GB",
+                        help="peak memory the training may use; it stops before the first step, naming options "
+                             "that fit, when the estimate is larger (default: the memory available at the start)")
     parser.add_argument("--seed", type=int, default=42, help="seed of initialisation and data order (default 42)")
     reranker = kind == "cross-encoder"
     parser.add_argument("--hard-negatives", choices=("none", "bm25"), default="bm25" if reranker else "none",
@@ -74,7 +82,8 @@ def run(args) -> int:
                         negatives=args.negatives, device=args.device, fp16=args.fp16,
                         keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite,
                         eval_split=args.eval_split, eval_steps=args.eval_steps,
-                        eval_candidates=args.eval_candidates)
+                        eval_candidates=args.eval_candidates, max_memory=args.max_memory,
+                        **({"mini_batch_size": args.mini_batch_size} if args.kind == "bi-encoder" else {}))
     if args.kind == "bi-encoder":
         from beirx.train.bi_encoder import train_bi_encoder as train
     else:

@@ -6,24 +6,33 @@ document in the batch and, with ``--hard-negatives bm25``, the mined negatives (
 Batches never hold the same text twice (``NO_DUPLICATES``), so a query with two positives never meets its
 other positive as a negative. The model's query/passage prompts (E5: ``"query: "``/``"passage: "``,
 :func:`beirx.models.prompts.model_prompts`) are applied per column by the trainer, and written into the saved
-model's config, so ``beirx eval --retriever dense --model DIR`` encodes exactly as training did. Training
-may use a shorter ``--max-seq-length`` to save time; the saved model keeps the base model's length, so
-"before" and "after" are evaluated alike.
+model's config, so ``beirx eval --retriever dense --model DIR`` encodes exactly as training did.
+
+Memory: the loss is computed with GradCache (Gao et al., 2021, "Scaling Deep Contrastive Learning Batch Size
+under Memory Limited Setup"; sentence-transformers' ``CachedMultipleNegativesRankingLoss``): every text of the
+batch is embedded without gradients, the loss and its gradient with respect to the embeddings are computed over
+the whole batch, then the encoder's gradient is accumulated ``--mini-batch-size`` texts at a time. The gradient
+is the one of the whole batch (same in-batch negatives), while the memory held is that of one mini-batch. The
+training length is ``--max-seq-length``, else the data's (:func:`beirx.train.memory.length_from_data`), and the
+peak memory is checked before the first step (:func:`beirx.train.memory.check_fits`). The saved model keeps the
+base model's length, so "before" and "after" are evaluated alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 from beirx.models.prompts import model_prompts
-from beirx.train import session
+from beirx.train import memory, session
 from beirx.train.options import TrainOptions
 from beirx.train.validation import bi_encoder_evaluator
 
 log = logging.getLogger(__name__)
 
 LOSS = "MultipleNegativesRankingLoss"
+MINI_BATCH_SIZE = 8  # texts per GradCache pass by default: ~4 GB of activations for a small encoder at 512 tokens
 
 
 def columns(data: session.TrainingData, negatives: int) -> dict[str, list[str]]:
@@ -51,28 +60,39 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     import datasets
     from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
                                        SentenceTransformerTrainingArguments)
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
+    opts = dataclasses.replace(opts, mini_batch_size=opts.mini_batch_size or MINI_BATCH_SIZE)
     data, base, device = session.prepare(opts, show_progress)
     prompts = model_prompts(base)
     model = SentenceTransformer(str(base.folder), device=device)
     base_length = model.max_seq_length
-    if opts.max_seq_length:
-        model.max_seq_length = opts.max_seq_length
     negatives = opts.negatives if opts.hard_negatives != "none" else 0
-    train_dataset = datasets.Dataset.from_dict(columns(data, negatives))
+    cols = columns(data, negatives)
+    text_prompts = column_prompts(prompts, list(cols))
+    length_from = "--max-seq-length" if opts.max_seq_length else \
+        f"data ({memory.LENGTH_PERCENTILE}th percentile of token lengths, capped at the model's {base_length})"
+    model.max_seq_length = opts.max_seq_length or memory.length_from_data(
+        model.tokenizer, cols.values(), [text_prompts.get(name, "") for name in cols], base_length, opts.seed)
+    mini_batch = min(opts.mini_batch_size, opts.batch_size)
+    memory.check_fits(memory.Shape.of(model[0].auto_model.config),
+                      sum(p.numel() for p in model.parameters() if p.requires_grad), mini_batch, model.max_seq_length,
+                      opts.max_memory, "--mini-batch-size")
+    train_dataset = datasets.Dataset.from_dict(cols)
     args = session.training_arguments(
         SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
-        prompts=column_prompts(prompts, train_dataset.column_names) or None)
+        prompts=text_prompts or None)
     evaluator = bi_encoder_evaluator(data.validation, prompts, opts.batch_size) if data.validation else None
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset,
-                                         loss=MultipleNegativesRankingLoss(model), evaluator=evaluator)
+    loss_fn = CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
+                                         evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress, callbacks)
+    loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
+            "max_seq_length": model.max_seq_length, "max_seq_length_from": length_from,
+            "gradcache": {"loss_class": type(loss_fn).__name__, "mini_batch_size": mini_batch}}
     model.max_seq_length = base_length
     if prompts:  # written into the saved config, so evaluation prompts as training did
         document = {"document": prompts["passage"]} if "passage" in prompts else {}
         model.prompts = {**model.prompts, **prompts, **document}
-    loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
-            "max_seq_length": opts.max_seq_length or base_length}
     return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts)

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from beirx.errors import BeirxError
-from beirx.train import session
+from beirx.train import memory, session
 from beirx.train.options import TrainOptions
 from beirx.train.validation import cross_encoder_evaluator
 
@@ -53,7 +53,14 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     data, base, device = session.prepare(opts, show_progress)
     torch.manual_seed(opts.seed)  # a new classification head starts from the same weights on every run
     model = CrossEncoder(str(base.folder), num_labels=1, max_length=opts.max_seq_length, device=device)
+    base_length = model.max_seq_length
     cols = columns(data)
+    if not opts.max_seq_length:  # from the data for training; the saved model keeps the base model's length
+        model.max_seq_length = memory.length_from_data(model.tokenizer, [list(zip(cols["query"], cols["passage"]))],
+                                                       [""], base_length, opts.seed)
+    memory.check_fits(memory.Shape.of(model[0].auto_model.config),
+                      sum(p.numel() for p in model.parameters() if p.requires_grad), opts.batch_size,
+                      model.max_seq_length, opts.max_memory, "--batch-size")
     positives = sum(1 for label in cols["label"] if label > 0)
     pos_weight = (len(cols["label"]) - positives) / positives
     train_dataset = datasets.Dataset.from_dict(cols)
@@ -65,4 +72,6 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress, callbacks)
     loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
+    if not opts.max_seq_length:
+        model.max_seq_length = base_length
     return session.finish(trainer, "cross-encoder", opts, data, base, run, loss, {})

@@ -43,20 +43,27 @@ class TrainOptions:
     eval_split: str | None = None  # validate on this split during training (beirx.train.validation)
     eval_steps: int | None = None  # None: at every checkpoint (save_steps)
     eval_candidates: int = 50      # BM25 documents pooled per validation query
+    mini_batch_size: int | None = None  # bi-encoder: texts per forward/backward pass (GradCache); None: 8
+    max_memory: float | None = None  # GB the training may use at its peak (None: what is available at the start)
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
         if self.hard_negatives not in HARD_NEGATIVES:
             raise BeirxError(f"--hard-negatives must be one of {', '.join(HARD_NEGATIVES)}, "
                              f"got {self.hard_negatives!r}")
-        for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit", "eval_candidates"):
-            if getattr(self, name) < 1:
+        for name in ("batch_size", "save_steps", "logging_steps", "negatives", "save_total_limit", "eval_candidates",
+                     "mini_batch_size"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise BeirxError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.eval_split is not None and self.eval_split == self.split:
             raise BeirxError(f"--eval-split {self.eval_split} is the training split; validate on another one "
                              "(e.g. dev)")
         if self.eval_steps is not None and self.eval_steps < 1:
             raise BeirxError(f"--eval-steps must be at least 1, got {self.eval_steps}")
+        if self.max_memory is not None and not self.max_memory > 0:
+            raise BeirxError(f"--max-memory must be more than 0 GB, got {self.max_memory}")
+        if self.max_seq_length is not None and self.max_seq_length < 1:
+            raise BeirxError(f"--max-seq-length must be at least 1, got {self.max_seq_length}")
         if self.epochs <= 0 and self.max_steps <= 0:
             raise BeirxError("--epochs must be positive (or give --max-steps)")
         if not 0 <= self.warmup_ratio < 1:
@@ -65,8 +72,11 @@ class TrainOptions:
     def training_parameters(self) -> dict[str, Any]:
         """What shapes the weights (for the card and the checkpoint identity); not paths or bookkeeping."""
         skip = {"dataset", "model", "output", "lang", "split", "keep_checkpoints", "overwrite", "device",
-                "save_steps", "save_total_limit", "logging_steps", "eval_split", "eval_steps", "eval_candidates"}
+                "save_steps", "save_total_limit", "logging_steps", "eval_split", "eval_steps", "eval_candidates",
+                "max_memory"}
         params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
         if self.hard_negatives == "none":
             params.pop("negatives")
+        if self.mini_batch_size is None:  # the cross-encoder has none; GradCache's size is recorded because
+            params.pop("mini_batch_size")  # dropout's random masks follow how the batch is split
         return params

@@ -1,0 +1,184 @@
+"""Training memory: the maximum length chosen from the data, and the peak estimated before the first step.
+
+A training step on the CPU (or one GPU) keeps, for the backward pass, the activations of every sequence of the
+largest forward pass; with a maximum length of 512 tokens that is about half a gigabyte per sequence for a
+small 12-layer encoder, so a batch of 32 (in-batch negatives) needs ~24 GB and the kernel kills the run after
+the first step. Three things keep it bounded and predictable:
+
+* the bi-encoder encodes through GradCache (``--mini-batch-size``, :mod:`beirx.train.bi_encoder`): the
+  activations of one mini-batch at a time, whatever the batch size;
+* the maximum length, when not given, comes from the data (:func:`length_from_data`: the 99th percentile of the
+  training texts' token lengths, prompts included, capped by the model), so short passages are not padded
+  and budgeted at the model's limit;
+* :func:`check_fits` estimates the peak before the first step and stops with a message naming options that fit.
+
+The estimate: the process's resident memory now (weights, tokenizer, data) + 12 bytes per trainable parameter
+(fp32 gradients and AdamW's two moments) + the activations of the largest forward pass. Per transformer layer
+and sequence of ``s`` tokens (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models", Sec. 4.1, with fp32 activations and 1-byte dropout masks instead of their 16-bit ones):
+``s * h * (34 + 8 * i / h) + 9 * a * s**2`` bytes, ``h`` the hidden size, ``i`` the feed-forward size, ``a`` the
+attention heads. Measured on multilingual-e5-small (CPU, torch 2.13): the estimate is within 10% of the peak
+resident memory of a step (``benchmarks/train_memory.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from beirx.errors import BeirxError
+
+log = logging.getLogger(__name__)
+
+LENGTH_PERCENTILE = 99
+LENGTH_SAMPLE = 20_000  # texts per column whose tokens are counted (seeded sample of larger columns)
+_GB = 1 << 30
+
+
+def length_from_data(tokenizer, columns: Iterable[Sequence], prompts: Sequence[str], model_limit: int,
+                     seed: int = 0) -> int:
+    """The 99th percentile of the texts' token lengths (each column with its prompt), rounded up to a multiple
+    of 8 and capped at ``model_limit``: the longest column decides. A column of ``(query, passage)`` pairs (a
+    cross-encoder's input) is counted as the tokenizer joins each pair."""
+    longest = 0
+    rng = np.random.default_rng(seed)
+    for texts, prompt in zip(columns, prompts):
+        texts = list(texts)
+        if len(texts) > LENGTH_SAMPLE:
+            texts = [texts[i] for i in sorted(rng.choice(len(texts), LENGTH_SAMPLE, replace=False))]
+        if not texts:
+            continue
+        if isinstance(texts[0], tuple):
+            encoded = tokenizer([a for a, _ in texts], [b for _, b in texts], truncation=False)
+        else:
+            encoded = tokenizer([prompt + t for t in texts], truncation=False)
+        lengths = [len(ids) for ids in encoded["input_ids"]]
+        longest = max(longest, int(np.percentile(lengths, LENGTH_PERCENTILE, method="higher")))
+    return min(model_limit, max(8, math.ceil(longest / 8) * 8))
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the activations of a transformer encoder depend on (from its Hugging Face config)."""
+
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+
+    @classmethod
+    def of(cls, config) -> Shape:
+        hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "d_model", 0))
+        return cls(layers=int(getattr(config, "num_hidden_layers", 0) or getattr(config, "num_layers", 0)),
+                   hidden=hidden, heads=int(getattr(config, "num_attention_heads", 0) or getattr(config, "num_heads", 1)),
+                   intermediate=int(getattr(config, "intermediate_size", 0) or getattr(config, "d_ff", 0) or 4 * hidden))
+
+    def sequence_bytes(self, tokens: int) -> int:
+        """Activations kept for the backward pass of one sequence of ``tokens`` (Korthikanti et al., fp32)."""
+        s, h, a = tokens, self.hidden, self.heads
+        per_layer = s * h * (34 + 8 * self.intermediate / h) + 9 * a * s * s
+        return int(self.layers * per_layer + 4 * s * h * 2)  # + the embedding output and the last hidden states
+
+
+@dataclass(frozen=True)
+class Estimate:
+    resident: int       # the process now (weights, tokenizer, data)
+    training_state: int  # gradients and optimizer moments
+    activations: int
+
+    @property
+    def peak(self) -> int:
+        return self.resident + self.training_state + self.activations
+
+
+def estimate(shape: Shape, trainable_params: int, sequences: int, tokens: int, resident: int | None = None) -> Estimate:
+    """Peak memory of a step whose largest forward pass holds ``sequences`` sequences of ``tokens`` tokens."""
+    return Estimate(resident=resident_bytes() if resident is None else resident,
+                    training_state=12 * trainable_params, activations=sequences * shape.sequence_bytes(tokens))
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return 0
+
+
+def available_bytes() -> int | None:
+    """Memory this process may still take: the kernel's ``MemAvailable``, bounded by a cgroup limit (v2 or v1)."""
+    found = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_file, encoding="ascii") as a, open(usage_file, encoding="ascii") as b:
+                limit, usage = a.read().strip(), int(b.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 1 << 60:
+            found.append(int(limit) - usage)
+    return min(found) if found else None
+
+
+def _gb(n: int) -> str:
+    return f"{n / _GB:.1f} GB"
+
+
+def check_fits(shape: Shape, trainable_params: int, sequences: int, tokens: int, max_memory_gb: float | None,
+               sequences_flag: str, length_flag: str = "--max-seq-length", resident: int | None = None) -> Estimate:
+    """The estimate for this step; a :class:`BeirxError` naming options that fit when it does not.
+
+    ``max_memory_gb``: the budget (``--max-memory``); by default the memory available now (:func:`available_bytes`)
+    plus what the process already holds. ``sequences_flag`` is the option that sets ``sequences``
+    (``--mini-batch-size`` for the bi-encoder, ``--batch-size`` for the cross-encoder).
+    """
+    found = estimate(shape, trainable_params, sequences, tokens, resident)
+    if max_memory_gb is not None:
+        budget = int(max_memory_gb * _GB)
+        source = f"--max-memory {max_memory_gb:g}"
+    else:
+        free = available_bytes()
+        if free is None:
+            return found
+        budget = found.resident + free
+        source = "the memory available now"
+    log.info("training memory: about %s at the peak (resident %s, gradients and optimizer %s, activations of %d "
+             "sequences x %d tokens %s); budget %s (%s)", _gb(found.peak), _gb(found.resident),
+             _gb(found.training_state), sequences, tokens, _gb(found.activations), _gb(budget), source)
+    if found.peak <= budget:
+        return found
+    fixed = found.resident + found.training_state
+    options = []
+    room = budget - fixed
+    if room > 0:
+        fit_sequences = room // max(1, shape.sequence_bytes(tokens))
+        if 1 <= fit_sequences < sequences:
+            options.append(f"{sequences_flag} {fit_sequences} (about "
+                           f"{_gb(fixed + fit_sequences * shape.sequence_bytes(tokens))})")
+        fit_tokens = next((t for t in range(tokens - 8, 7, -8) if sequences * shape.sequence_bytes(t) <= room), None)
+        if fit_tokens:
+            options.append(f"{length_flag} {fit_tokens} (about "
+                           f"{_gb(fixed + sequences * shape.sequence_bytes(fit_tokens))})")
+    what = (f"training needs about {_gb(found.peak)} at its peak ({_gb(fixed)} for the model, its gradients and "
+            f"optimizer state; {_gb(found.activations)} for the activations of {sequences} sequences x {tokens} "
+            f"tokens), more than {source} allows ({_gb(budget)})")
+    if not options:
+        raise BeirxError(f"{what}; the model alone does not fit: train on a machine with more memory or a smaller "
+                         "model")
+    raise BeirxError(f"{what}; nothing was trained. Options that fit: {', or '.join(options)}")
