@@ -72,3 +72,12 @@ def small_fs_runner():
         if ok:
             return prefix
     return None
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released): connecting to it is refused at once."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -20,7 +20,7 @@ import pytest
 from beirx.cli import main
 from beirx.network import HUB_OFFLINE_HINT, is_network_error, reason
 from tests.conftest import REPO, write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES
+from tests.hardening_helpers import CORPUS, QRELS, QUERIES, closed_port
 
 hub = pytest.importorskip("huggingface_hub")
 
@@ -28,12 +28,6 @@ hub = pytest.importorskip("huggingface_hub")
 @pytest.fixture
 def ds(tmp_path):
     return write_beir(tmp_path / "tiny", CORPUS, QUERIES, QRELS)
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _httpx2(cls_name: str, message: str):
@@ -94,7 +88,7 @@ def test_every_exception_family_of_a_hub_call_ends_in_the_offline_hint(ds, tmp_p
 def test_the_installed_hub_client_offline_for_real(ds, tmp_path, monkeypatch, capsys):
     """No mock: huggingface_hub's own client against a closed port raises whatever it raises today."""
     monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", False)
-    code = main(["mteb", "task", str(ds), "--repo", "org/name", "--endpoint", f"http://127.0.0.1:{_closed_port()}",
+    code = main(["mteb", "task", str(ds), "--repo", "org/name", "--endpoint", f"http://127.0.0.1:{closed_port()}",
                  "--export-dir", str(tmp_path / "x"), "--output", str(tmp_path / "task.py")])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "(connection refused); pass --revision SHA" in err, err
@@ -142,7 +136,7 @@ def test_default_quality_encoder_offline_is_one_line(ds, tmp_path, capsys, caplo
 def test_unreachable_server_is_one_beirx_line_unless_verbose(ds, tmp_path, verbose):
     pytest.importorskip("elasticsearch")
     argv = [sys.executable, "-m", "beirx", *(["-v"] if verbose else []), "eval", "--dataset", str(ds),
-            "--retriever", "elasticsearch", "--es-url", f"http://127.0.0.1:{_closed_port()}", "--output",
+            "--retriever", "elasticsearch", "--es-url", f"http://127.0.0.1:{closed_port()}", "--output",
             str(tmp_path / "o")]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

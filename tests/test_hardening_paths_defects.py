@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from beirx.cli import main
 from tests.conftest import write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, eval_cli
+from tests.hardening_helpers import CORPUS, QRELS, QUERIES, closed_port, eval_cli
 
 
 @pytest.fixture
@@ -20,17 +19,11 @@ def ds(tmp_path):
     return write_beir(tmp_path / "tiny", CORPUS, QUERIES, QRELS)
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # -- offline: one attempt, a hint, fast ----------------------------------------------------------------
 @pytest.mark.parametrize("base,reason", [("http://127.0.0.1:{port}/beir", "connection refused"),
                                          ("http://no-such-host.invalid/beir", "name not resolved")])
 def test_offline_download_fails_fast_with_hints(tmp_path, monkeypatch, capsys, caplog, base, reason):
-    monkeypatch.setenv("BEIRX_BEIR_URL", base.format(port=_closed_port()))
+    monkeypatch.setenv("BEIRX_BEIR_URL", base.format(port=closed_port()))
     start = time.monotonic()
     with caplog.at_level(logging.WARNING):
         assert main(["eval", "--dataset", "scifact", "--output", str(tmp_path / "out")]) == 2

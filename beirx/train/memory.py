@@ -114,20 +114,26 @@ def resident_bytes() -> int:
 
 
 def available_bytes() -> int | None:
-    """Memory this process may still take: the kernel's ``MemAvailable``, bounded by a cgroup limit (v2 or v1)."""
+    """Memory this process may still take: the kernel's ``MemAvailable``, bounded by the limit of the process's
+    own memory cgroup (v2 ``memory.max`` or v1 ``memory.limit_in_bytes``, found through ``/proc/self/cgroup``)."""
     found = []
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
+            found += [int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:")]
+        with open("/proc/self/cgroup", encoding="ascii") as fh:
+            groups = [line.rstrip("\n").split(":", 2) for line in fh]
     except OSError:  # pragma: no cover - not Linux
-        return None
-    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        return min(found) if found else None
+    for _, controllers, path in groups:
+        if controllers == "":
+            files = (f"/sys/fs/cgroup{path}/memory.max", f"/sys/fs/cgroup{path}/memory.current")
+        elif "memory" in controllers.split(","):
+            files = (f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes",
+                     f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes")
+        else:
+            continue
         try:
-            with open(limit_file, encoding="ascii") as a, open(usage_file, encoding="ascii") as b:
+            with open(files[0], encoding="ascii") as a, open(files[1], encoding="ascii") as b:
                 limit, usage = a.read().strip(), int(b.read().strip())
         except (OSError, ValueError):
             continue
