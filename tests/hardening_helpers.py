@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from beirx.cli import main
 from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES
 
@@ -50,6 +52,13 @@ def build_tiny_st(folder: Path) -> Path:
     model.max_seq_length = 48
     model.save(str(folder))
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_st(tmp_path_factory) -> Path:
+    """:func:`build_tiny_st`, once per session (import it into a test module to use it)."""
+    pytest.importorskip("sentence_transformers")
+    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
 def small_fs_runner():

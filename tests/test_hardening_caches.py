@@ -20,7 +20,7 @@ from beirx.evaluate.rerankers.score_cache import PairScoreCache
 from beirx.translate.backends.base import Translator
 from beirx.translate.memory import TranslationMemory
 from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
+from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -127,14 +127,6 @@ def test_damaged_embedding_entry_is_detected_and_rebuilt(tmp_path, caplog, damag
     assert _damaged(caplog, "embedding cache") and not cache.folder.exists()
     matrix, got_ids = cache.build(ids, texts, encode, 3, 8, {"model": "m"}, order, show_progress=False)
     assert cache.exists() and got_ids == ids and np.array_equal(np.array(matrix), expected)
-
-
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    pytest.importorskip("sentence_transformers")
-    from tests.hardening_helpers import build_tiny_st
-
-    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
 @pytest.mark.parametrize("damage", [_zero, _wrong_ids])

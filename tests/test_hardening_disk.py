@@ -26,7 +26,7 @@ import pytest
 
 from beirx.cli import main
 from tests.conftest import write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, eval_cli, small_fs_runner
+from tests.hardening_helpers import CORPUS, QRELS, QUERIES, eval_cli, small_fs_runner, tiny_st  # noqa: F401 (a fixture)
 
 HERE = Path(__file__).resolve().parent
 APERTIUM = pytest.mark.skipif(shutil.which("apertium") is None, reason="the apertium engine is not installed")
@@ -35,14 +35,6 @@ FULL = "the disk is full while writing"
 
 def _no_delete_advice(err: str) -> None:
     assert "Traceback" not in err and "delete" not in err and "damaged" not in err, err
-
-
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    pytest.importorskip("sentence_transformers")
-    from tests.hardening_helpers import build_tiny_st
-
-    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
 def _slice(scifact_dir: Path, root: Path, n: int) -> Path:

@@ -16,7 +16,7 @@ from beirx.cache_integrity import ProgressJournal, digest_bytes
 from beirx.cli import main
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
 from tests.conftest import write_beir
-from tests.hardening_helpers import eval_cli
+from tests.hardening_helpers import eval_cli, tiny_st  # noqa: F401 (a fixture)
 
 
 def _claimed(caplog) -> bool:
@@ -103,14 +103,6 @@ def wide(tmp_path):
     queries = [{"_id": f"q{k}", "text": f"{WORDS[k]} {WORDS[(k + 5) % 12]}"} for k in range(12)]
     qrels = {"test": [(f"q{k}", f"d{k}", 1) for k in range(12)] + [(f"q{k}", f"d{k + 12}", 1) for k in range(12)]}
     return write_beir(tmp_path / "wide", corpus, queries, qrels)
-
-
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    pytest.importorskip("sentence_transformers")
-    from tests.hardening_helpers import build_tiny_st
-
-    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
 def test_eval_after_a_crash_that_left_progress_ahead_of_its_rows_equals_the_clean_run(

@@ -14,6 +14,7 @@ from beirx.data.front_matter import read_front_matter
 from beirx.errors import BeirxError
 from beirx.train import memory
 from tests.conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
+from tests.hardening_helpers import tiny_st  # noqa: F401 (a fixture)
 
 E5_SMALL = memory.Shape(layers=12, hidden=384, heads=12, intermediate=1536)
 
@@ -63,21 +64,13 @@ def test_check_fits_names_options_that_fit():
         memory.check_fits(E5_SMALL, params, 1, 512, 1.0, "--mini-batch-size", resident=resident)
 
 
-@pytest.fixture(scope="module")
-def tiny_st(tmp_path_factory):
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("accelerate")
-    from tests.hardening_helpers import build_tiny_st
-
-    return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
-
-
 @pytest.fixture
 def tiny(tmp_path):
     return write_beir(tmp_path / "tiny", TINY_CORPUS, TINY_QUERIES, TINY_QRELS)
 
 
 def _train(tiny, model, out, *extra):
+    pytest.importorskip("accelerate")
     return main(["train", "bi-encoder", "--dataset", str(tiny), "--split", "test", "--model", str(model),
                  "--output", str(out), "--device", "cpu", "--batch-size", "4", "--max-steps", "2", "--save-steps", "1",
                  "--no-progress", *extra])

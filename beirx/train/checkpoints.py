@@ -50,7 +50,7 @@ def last_checkpoint(output: Path) -> str | None:
         problem = verify(path, SEAL)
         if problem is None:
             return str(path)
-        report_damaged("training checkpoint", path, f"{problem}; resuming from an earlier one")
+        report_damaged("training checkpoint", path, problem)
         shutil.rmtree(path, ignore_errors=True)
     return None
 

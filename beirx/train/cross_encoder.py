@@ -58,9 +58,9 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     if not opts.max_seq_length:  # from the data for training; the saved model keeps the base model's length
         model.max_seq_length = memory.length_from_data(model.tokenizer, [list(zip(cols["query"], cols["passage"]))],
                                                        [""], base_length, opts.seed)
-    memory.check_fits(memory.Shape.of(model[0].auto_model.config),
-                      sum(p.numel() for p in model.parameters() if p.requires_grad), opts.batch_size,
-                      model.max_seq_length, opts.max_memory, "--batch-size")
+    estimate = memory.check_fits(memory.Shape.of(model[0].auto_model.config),
+                                 sum(p.numel() for p in model.parameters() if p.requires_grad), opts.batch_size,
+                                 model.max_seq_length, opts.max_memory, "--batch-size")
     positives = sum(1 for label in cols["label"] if label > 0)
     pos_weight = (len(cols["label"]) - positives) / positives
     train_dataset = datasets.Dataset.from_dict(cols)
@@ -69,7 +69,8 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     evaluator = cross_encoder_evaluator(data.validation, opts.batch_size) if data.validation else None
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                   evaluator=evaluator)
-    run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress, callbacks)
+    run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress,
+                      (*callbacks, memory.first_step_logger(estimate)))
     loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
     if not opts.max_seq_length:

@@ -113,6 +113,32 @@ def resident_bytes() -> int:
     return 0
 
 
+def peak_resident_bytes() -> int:
+    """This process's peak resident memory so far (Linux ``VmHWM``; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:")), 0)
+    except OSError:  # pragma: no cover - not Linux
+        return 0
+
+
+def first_step_logger(found: Estimate):
+    """A ``TrainerCallback`` logging the measured peak after the session's first two steps (the second is the
+    first with the optimizer's state) beside the estimate."""
+    from transformers import TrainerCallback
+
+    class FirstStepsPeak(TrainerCallback):
+        steps = 0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.steps += 1
+            if self.steps <= 2:
+                log.info("training memory: step %d of this session peaked at %s resident (estimated %s)",
+                         state.global_step, _gb(peak_resident_bytes()), _gb(found.peak))
+
+    return FirstStepsPeak()
+
+
 def available_bytes() -> int | None:
     """Memory this process may still take: the kernel's ``MemAvailable``, bounded by the limit of the process's
     own memory cgroup (v2 ``memory.max`` or v1 ``memory.limit_in_bytes``, found through ``/proc/self/cgroup``)."""
