@@ -136,6 +136,29 @@ def test_no_space_to_reserve_the_matrix_is_named_and_the_rerun_completes(ds, tmp
     assert code == code_clean == 0 and results["metrics"] == clean["metrics"]
 
 
+def test_a_full_disk_while_indexing_the_corpus_names_the_index_file(ds, tmp_path, monkeypatch, capsys, tiny_st,
+                                                                    beirx_home):
+    """The corpus's ID index (beirx.data.doc_store), built before encoding: SQLite's "database or disk is full"
+    (a one-page limit stands in for the disk) is a full disk naming the file, and the rerun completes."""
+    real = sqlite3.connect
+
+    def one_page(path, *a, **kw):
+        conn = real(path, *a, **kw)
+        if str(path).endswith(".tmp"):  # the index being built
+            conn.execute("PRAGMA max_page_count = 1")
+        return conn
+
+    args = ("--retriever", "dense", "--model", str(tiny_st), "--device", "cpu")
+    monkeypatch.setattr(sqlite3, "connect", one_page)
+    assert eval_cli(ds, tmp_path / "a", *args)[0] == 2
+    err = capsys.readouterr().err
+    assert f"{FULL} {beirx_home / 'indexes' / 'docstore'}/." in err and "rerun the same command" in err, err
+    _no_delete_advice(err)
+    monkeypatch.setattr(sqlite3, "connect", real)
+    code, results = eval_cli(ds, tmp_path / "b", *args)
+    assert code == 0 and results["metrics"]
+
+
 def test_a_full_database_rolls_back_one_batch_and_names_the_file(tmp_path):
     """SQLite's "database or disk is full" (its page limit stands in for the disk) in a translation memory."""
     from beirx.translate.memory import TranslationMemory

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from beirx.cache_integrity import WriteTransaction
 from beirx.data.beir_io import doc_from_json, parse_record
 from beirx.data.records import Doc
 from beirx.errors import DataError
@@ -128,22 +129,21 @@ def _build(path: Path, target: Path, gz: bool) -> None:
         conn = sqlite3.connect(tmp, isolation_level=None)
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
-        conn.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, offset INTEGER NOT NULL, line TEXT) WITHOUT ROWID")
+        with WriteTransaction(conn):  # a full disk: OSError(ENOSPC) naming the index file, not a bare SQLite error
+            conn.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, offset INTEGER NOT NULL, line TEXT) WITHOUT ROWID")
         rows: list[tuple[str, int, str | None]] = []
 
         def flush() -> None:
-            conn.execute("BEGIN")
             try:
-                conn.executemany("INSERT INTO docs VALUES (?, ?, ?)", rows)
+                with WriteTransaction(conn):
+                    conn.executemany("INSERT INTO docs VALUES (?, ?, ?)", rows)
             except sqlite3.IntegrityError:
-                conn.execute("ROLLBACK")
                 seen: set[str] = set()
                 for doc_id, *_ in rows:  # which one (the batch is small); earlier batches are committed
                     if doc_id in seen or conn.execute("SELECT 1 FROM docs WHERE id = ?", (doc_id,)).fetchone():
                         raise DataError(path, f"duplicate _id {doc_id!r}", numbers[doc_id]) from None
                     seen.add(doc_id)
                 raise
-            conn.execute("COMMIT")
             rows.clear()
             numbers.clear()
 
