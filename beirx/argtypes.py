@@ -10,7 +10,7 @@ import argparse
 import math
 from pathlib import Path
 
-from beirx.paths import write_problem
+from beirx.path_problems import write_problem
 
 
 def _number(kind, text: str):

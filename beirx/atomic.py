@@ -211,7 +211,7 @@ def _followed(target: Path | str) -> Path:
     if not target.is_symlink():
         return target
     if not target.exists():
-        from beirx.paths import link_problem
+        from beirx.path_problems import link_problem
 
         raise OSError(errno.ENOENT, link_problem(target) or "broken symbolic link", str(target))
     return target.resolve()

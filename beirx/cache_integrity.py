@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.atomic import atomic_writer, naming, write_json
-from beirx.paths import link_problem
+from beirx.path_problems import link_problem
 
 log = logging.getLogger(__name__)
 

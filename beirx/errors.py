@@ -11,7 +11,7 @@ class DataError(BeirxError):
     """Malformed input data; names the file and, when known, the 1-based line."""
 
     def __init__(self, path, message: str, line: int | None = None):
-        from beirx.paths import link_problem
+        from beirx.path_problems import link_problem
 
         self.path = str(path)
         self.line = line

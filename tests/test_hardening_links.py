@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from beirx.cli import main
-from beirx.paths import link_problem
+from beirx.path_problems import link_problem
 from tests.conftest import write_beir
 from tests.hardening_helpers import CORPUS, QRELS, QUERIES
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from beirx.errors import BeirxError
 from beirx.network import is_network_error, reason
-from beirx.paths import link_problem
+from beirx.path_problems import link_problem
 from beirx.redact import redact_text
 
 

@@ -44,7 +44,7 @@ def beir_layout_problems(root: Path) -> list[str]:
 
 def _with_link_problem(root: Path, name: str) -> str:
     """``name``, plus why when a symbolic link in its way loops or leads nowhere."""
-    from beirx.paths import link_problem
+    from beirx.path_problems import link_problem
 
     problem = link_problem(Path(root) / name.split("<")[0].rstrip("/"))
     return f"{name} ({problem})" if problem else name

@@ -19,7 +19,7 @@ from beirx.data.catalogue import DatasetInfo
 from beirx.data.dataset import BeirDataset
 from beirx.data.extract import beir_layout_problems, is_complete
 from beirx.errors import BeirxError, MissingExtraError
-from beirx.paths import link_problem
+from beirx.path_problems import link_problem
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
-from beirx.paths import link_problem
+from beirx.path_problems import link_problem
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
 _FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}
