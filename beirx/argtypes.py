@@ -69,3 +69,8 @@ def key_value(text: str) -> tuple[str, str | bool]:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     value = value.strip()
     return key.strip(), {"true": True, "false": False}.get(value.lower(), value)
+
+
+def count_or_all(text: str) -> int | None:
+    """A positive count, or ``all`` (None): how many rows a sampled step covers."""
+    return None if text == "all" else positive_int(text)

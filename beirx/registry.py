@@ -20,6 +20,10 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def in_order(self) -> list[str]:
+        """Names in registration order (for backends that run in a stated order)."""
+        return list(self._entries)
+
     def register(self, name: str, target: str) -> None:
         """Add a backend: ``target`` is ``"package.module:ClassName"``."""
         self._entries[name] = target

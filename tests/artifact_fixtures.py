@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from beirx.artifacts import QualityReport, ResultsDocument, TranslationManifest
-from beirx.artifacts.quality import FieldQuality, LanguageCheck
+from beirx.artifacts.quality import FieldQuality
 
 BEFORE_V2 = Path(__file__).parent / "data" / "before_v2"
+BEFORE_V3 = Path(__file__).parent / "data" / "before_v3"  # a format-2 quality report, written before format 3
 
 
 def translation_manifest(*, name: str, src: str, tgt: str, translator: dict[str, Any], checksum: str = "sha256:abc",
@@ -30,12 +31,22 @@ def quality_report(**fields: dict[str, Any]) -> QualityReport:
     entries: dict[str, FieldQuality] = {}
     for name, values in fields.items():
         entry = base.fields[name]
+        checks = entry.methods["checks"]
+        language = {**checks.summary["language"], "checked": values["pairs"], "target_share": values["target_share"]}
+        methods = {k: v for k, v in entry.methods.items() if k != "roundtrip"}
+        methods["checks"] = dataclasses.replace(checks, summary={**checks.summary, "language": language})
         entries[name] = dataclasses.replace(
-            entry, pairs=values["pairs"], flagged_items=values["flagged_items"], roundtrip=None,
-            similarity=dataclasses.replace(entry.similarity, mean=values["mean"]),
-            language=LanguageCheck(checked=values["pairs"], target_share=values["target_share"],
-                                   detected=entry.language.detected))
-    return dataclasses.replace(base, fields=entries)
+            entry, pairs=values["pairs"], flagged_items=values["flagged_items"], methods=methods,
+            scores={**entry.scores, "similarity": dataclasses.replace(entry.similarity, mean=values["mean"])})
+    return dataclasses.replace(base, fields=entries,
+                               methods={k: v for k, v in base.methods.items() if k != "roundtrip"})
+
+
+def with_query_similarity(report: QualityReport, similarity: dict[str, float]) -> QualityReport:
+    """``report`` with the per-query similarity ``similarity`` (its queries' ``rows.similarity``)."""
+    queries = report.fields["queries"]
+    rows = {**queries.rows, "similarity": dict(similarity)}
+    return dataclasses.replace(report, fields={**report.fields, "queries": dataclasses.replace(queries, rows=rows)})
 
 
 def results_document(*, name: str, lang: str, split: str, label: str, description: dict[str, Any],

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from artifact_fixtures import quality_report, translation_manifest
+from artifact_fixtures import quality_report, translation_manifest, with_query_similarity
 from beirx.artifacts import TranslationManifest
 
 QIDS = ["q1", "q2", "q3", "q4"]
@@ -69,9 +69,9 @@ def translated_folder(root: Path, per_query_similarity: bool = True) -> Path:
     manifest.save(TranslationManifest.path_in(folder))
     quality = quality_report(queries={"mean": mean(list(SIMILARITY.values())), "pairs": 4, "flagged_items": 0,
                                       "target_share": 1.0})
-    quality = dataclasses.replace(
-        quality, translated=dataclasses.replace(quality.translated, path=str(folder), lang="pl"),
-        per_query_similarity=SIMILARITY if per_query_similarity else {})
+    quality = with_query_similarity(
+        dataclasses.replace(quality, translated=dataclasses.replace(quality.translated, path=str(folder), lang="pl")),
+        SIMILARITY if per_query_similarity else {})
     quality.save(folder / "quality" / "quality.json")
     return folder
 

@@ -9,7 +9,7 @@ import dataclasses
 import json
 
 import pytest
-from artifact_fixtures import BEFORE_V2, translation_manifest
+from artifact_fixtures import BEFORE_V2, BEFORE_V3, translation_manifest
 from conftest import write_beir
 
 from beirx.artifacts import ARTIFACTS, QualityReport, ResultsDocument, TranslationManifest
@@ -199,13 +199,37 @@ def test_old_manifest_and_quality_report_load():
 
     raw = _raw("quality.json")
     report = QualityReport.load(BEFORE_V2 / "quality.json")
-    assert report.schema_version == "beirx.quality/2" and report.per_query_similarity == {}
+    assert report.schema_version == "beirx.quality/3" and report.per_query_similarity == {}
     queries = report.fields["queries"]
     assert queries.similarity.mean == raw["fields"]["queries"]["similarity"]["mean"]
     assert queries.similarity.histogram.counts == raw["fields"]["queries"]["similarity"]["histogram"]["counts"]
-    assert queries.roundtrip.chrF == raw["fields"]["queries"]["roundtrip"]["chrF"]
-    assert queries.language.detected == raw["fields"]["queries"]["language"]["detected"]
+    assert queries.corpus_chrf == raw["fields"]["queries"]["roundtrip"]["chrF"]
+    assert queries.methods["checks"].summary["language"]["detected"] == raw["fields"]["queries"]["language"]["detected"]
     assert report.encoder_model == raw["encoder"]["model"] and report.translation.translator["backend"] == "apertium"
+
+
+def test_format_2_quality_report_loads_into_the_generic_layout():
+    """A report written by beirx before quality methods (format 2, tests/data/before_v3)."""
+    raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
+    assert raw["schema_version"] == "beirx.quality/2"
+    report = QualityReport.load(BEFORE_V3 / "quality.json")
+    assert report.schema_version == "beirx.quality/3"
+    assert report.per_query_similarity == raw["per_query_similarity"] and len(report.per_query_similarity) == 4
+    assert list(report.methods) == ["checks", "similarity", "roundtrip"]
+    assert report.methods["similarity"].description == raw["encoder"] == report.encoder
+    assert report.methods["roundtrip"].description == {"translator": raw["parameters"]["roundtrip_translator"]}
+    assert report.methods["roundtrip"].sample == raw["parameters"]["roundtrip_sample"] == 200
+    assert report.identifier == f"py3langid {raw['language_identifier']['version']}"
+    for name in ("queries", "corpus"):
+        old, new = raw["fields"][name], report.fields[name]
+        assert dataclasses.asdict(new.similarity) == old["similarity"] and new.scores["similarity"] is new.similarity
+        assert new.methods["checks"].summary == {"language": old["language"], "length_ratio": old["length_ratio"]}
+        assert new.target_share == old["language"]["target_share"] is not None
+        assert new.methods["roundtrip"].scored == old["roundtrip"]["n"] and new.corpus_chrf == old["roundtrip"]["chrF"]
+        assert (new.pairs, new.flags, new.flagged_items) == (old["pairs"], old["flags"], old["flagged_items"])
+    assert report.fields["corpus"].rows == {}
+    assert report.to_dict()["fields"]["queries"]["rows"] == {"similarity": raw["per_query_similarity"]}
+    assert QualityReport.from_json(report.to_json()) == report  # and it saves in the current format
 
 
 # -- the family name of a translation ------------------------------------------------------------------------
@@ -287,7 +311,8 @@ def test_schema_doc_is_current(capsys):
     assert main(["schema", "--markdown"]) == 0
     assert capsys.readouterr().out == schema_markdown() == REPO_DOCS.read_text(encoding="utf-8")
     assert "| `dataset.translated_from` | str \\| null | no |" in schema_markdown()
-    assert "| `per_query_similarity` | dict[str, float] | no |" in schema_markdown()
+    # format 3 keeps per-query similarity (and every other per-row score) in each field's rows
+    assert "| `fields.rows` | dict[str, dict[str, float \\| null]] | no |" in schema_markdown()
 
 
 def test_integers_in_float_fields_load_as_floats():

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 from beirx.data.dataset import BeirDataset
-from beirx.translate import langid, quality_flags
+from beirx.translate import langid
 from beirx.translate.backends.openai import OpenAITranslator
 from beirx.translate.memory import TranslationMemory
 from beirx.translate.pipeline import translate_dataset
+from beirx.translate.quality import checks
 from conftest import write_beir
 
 QUERIES = 4
@@ -43,7 +44,7 @@ def test_gemma_on_llama_cpp_writes_only_spanish_fallbacks_or_flags(llama_server,
             assert flags[row["_id"]]["outcome"] in ("fallback", "flagged") and flags[row["_id"]]["reasons"]
             continue
         lang, probability = langid.identify(row["text"])  # accepted: not the English copied, not English
-        assert quality_flags.copy_reason(original["text"], row["text"]) is None, row
+        assert checks.copy_reason(original["text"], row["text"]) is None, row
         assert not (lang == "en" and probability >= langid.MIN_PROBABILITY_SOURCE), row
     counts = manifest.llm["this_run"]
     assert sum(counts["units"].values()) == QUERIES and counts["requests"] >= QUERIES

@@ -14,7 +14,8 @@ import pytest
 
 from beirx.artifacts.quality import QualityReport, TableRow
 from beirx.data.dataset import BeirDataset
-from beirx.translate import langid, quality_flags
+from beirx.translate import langid
+from beirx.translate.quality import checks as quality_flags
 from beirx.cli import main
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.quality import distribution, run_quality
@@ -116,7 +117,7 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     for field in ("queries", "corpus"):
         assert real.fields[field].similarity.mean > wrong.fields[field].similarity.mean + 0.1
         assert real.fields[field].flagged_items == 0
-        assert real.fields[field].language.target_share == 1.0
+        assert real.fields[field].target_share == 1.0
     # Pair by pair (the review sample holds every pair here): each true translation beats the mismatched one.
     real_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "pl" / "quality" / "review_sample.jsonl")}
     wrong_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "shuffled-report" / "review_sample.jsonl")}
@@ -177,17 +178,26 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     wrong = run_quality(source, shuffled, tmp_path / "shuffled-report", **kw)
     q = report.fields["queries"]
     assert q.similarity.mean > wrong.fields["queries"].similarity.mean + 0.1
-    assert q.language.detected["es"] >= 20  # Apertium leaves unknown English terms, yet mostly Spanish
+    assert q.methods["checks"].summary["language"]["detected"]["es"] >= 20  # Apertium leaves unknown English terms, yet mostly Spanish
 
     # Round trip: chrF of 20 seeded back-translations equals sacrebleu's on the same texts.
     import sacrebleu
 
     backs = [r for r in _jsonl(tmp_path / "es" / "quality" / "review_sample.jsonl") if "back_translation" in r]
-    assert len(backs) == 20 == q.roundtrip.n
+    assert len(backs) == 20 == q.methods["roundtrip"].scored
     expected = sacrebleu.metrics.CHRF().corpus_score([r["back_translation"] for r in backs],
                                                      [[r["source"] for r in backs]]).score
-    assert q.roundtrip.chrF == pytest.approx(expected, abs=0.01)
-    assert 30 < q.roundtrip.chrF < 100
+    assert q.corpus_chrf == pytest.approx(expected, abs=0.01)
+    assert 30 < q.corpus_chrf < 100
+    # Per row: each sampled query's chrF is sacrebleu's sentence chrF of its own round trip, its similarity the
+    # cosine of source and back-translation; rows outside the sample have no round-trip value.
+    chrf, sims = q.rows["roundtrip_chrf"], q.rows["roundtrip_similarity"]
+    assert sorted(chrf) == sorted(sims) == sorted(r["id"] for r in backs)
+    for r in backs:
+        sentence = sacrebleu.metrics.CHRF().sentence_score(r["back_translation"], [r["source"]]).score
+        assert chrf[r["id"]] == pytest.approx(sentence) and r["roundtrip_chrf"] == round(sentence, 4)
+        assert 0.5 < sims[r["id"]] <= 1.0 + 1e-6
+    assert q.scores["roundtrip_chrf"].n == 20 and q.scores["roundtrip_chrf"].histogram.edges[-1] == 100.0
 
 
 def test_cli_scores_a_pipeline_translation_from_its_manifest(tmp_path, tiny_dataset, e5_small, capsys):
@@ -206,5 +216,5 @@ def test_cli_scores_a_pipeline_translation_from_its_manifest(tmp_path, tiny_data
     assert report.source.path == str(tiny_dataset) and report.translated.lang == "es"
     assert report.translation.translator["backend"] == "apertium" and not report.translation.partial
     assert list(report.fields) == ["queries"] and report.fields["queries"].pairs == 4
-    assert report.fields["queries"].roundtrip.n == 4 and len(report.per_query_similarity) == 4
+    assert report.fields["queries"].methods["roundtrip"].scored == 4 and len(report.per_query_similarity) == 4
     assert f"{report.fields['queries'].similarity.mean:.4f}" in printed and "round-trip chrF" in printed

@@ -200,6 +200,12 @@ def _hints(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def build(cls, data: dict[str, Any], source: str):
+    """A dataclass ``cls`` from ``data``, checked as a file is (errors name ``source`` and the dotted field):
+    for an artifact's ``_upgrade`` that reads an old layout through the old layout's own classes."""
+    return _build(cls, data, "", source)
+
+
 def _build(cls, data: dict[str, Any], where: str, source: str):
     hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}

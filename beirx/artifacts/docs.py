@@ -19,8 +19,12 @@ _UPGRADES = {
                "`query_dataset` becomes a dataset reference, efficiency figures come from the timings, any other "
                "top-level key goes to `extra`; `translated_from` and `language_source` are null (not recorded).",
     "manifest": "Format-1 manifests (`\"format\": 1`, no `schema_version`) have the same fields and load as format 2.",
-    "quality": "Reports without `schema_version` (written before it existed) load; `per_query_similarity` is "
-               "then empty.",
+    "quality": "`beirx.quality/2` reports, and those without `schema_version` (written before it existed), load: "
+               "the encoder becomes the `similarity` method's description, the language identifier the `checks` "
+               "method's, the round-trip translator the `roundtrip` method's; each field's similarity distribution "
+               "becomes `scores.similarity`, its language check and length rule the `checks` summary, its "
+               "round-trip chrF the `roundtrip` summary; `per_query_similarity` becomes the queries' "
+               "`rows.similarity` (empty in files without it).",
     "generation": "One format so far (`beirx.generation/1`).",
 }
 

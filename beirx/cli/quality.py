@@ -1,10 +1,12 @@
 """``beirx quality``: score a translated dataset against its source and write the quality report.
 
     beirx quality TRANSLATED --source SRC --lang L [--src en] [--encoder M] [--sample N]
-                  [--roundtrip-translator NAME [--roundtrip-model M]] [--output DIR]
+                  [--roundtrip-translator NAME [--roundtrip-sample N|all]] [--comet PATH]
+                  [--judge openai --judge-model M] [--output DIR]
 
 TRANSLATED and SRC are BEIR folders or catalogue names (``beirx quality scifact --lang pl`` compares the
 cached ``scifact-pl`` with ``scifact``). The report goes to ``<translated folder>/quality/`` by default.
+Each quality method adds its own flags (see ``beirx.translate.quality``).
 """
 
 from __future__ import annotations
@@ -12,19 +14,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import comma_list, key_value, non_negative_int, output_dir, positive_int
+from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from beirx.translate.quality import QUALITY_METHODS
+
     parser.add_argument("translated", metavar="TRANSLATED", help="the translated dataset (folder or catalogue name)")
     parser.add_argument("--source", help="the original dataset (folder or catalogue name; default: the source "
                                          "recorded by beirx translate, else TRANSLATED's catalogue name)")
     parser.add_argument("--lang", help="language of the translation (ISO 639-1; default: from beirx translate's manifest)")
     parser.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     parser.add_argument("--encoder", default="sentence-transformers/LaBSE",
-                        help="multilingual sentence-transformers model, Hub id or folder (default LaBSE, as BEIR-PL)")
+                        help="multilingual sentence-transformers model, Hub id or folder, shared by every embedding "
+                             "method (default LaBSE, as BEIR-PL)")
     parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
     parser.add_argument("--fields", default="queries,corpus", type=comma_list,
                         help="comma-separated: queries, corpus (default both)")
@@ -32,22 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every random sample (default 0)")
     parser.add_argument("--max-items", type=positive_int, help="score a seeded random subset of at most N items per field")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="encoder batch size (default 32)")
-    parser.add_argument("--roundtrip-translator", metavar="NAME", help="back-translate a sample with this backend "
-                                                                       "(e.g. apertium) and report chrF")
-    parser.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
-    parser.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
-                        help="option of the round-trip backend (repeatable)")
-    parser.add_argument("--roundtrip-sample", type=non_negative_int, default=200, help="items per field to back-translate (default 200)")
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
+    for name in QUALITY_METHODS.in_order():
+        QUALITY_METHODS.get(name).add_arguments(parser.add_argument_group(f"quality method {name}"))
 
 
 def run(args) -> int:
     from beirx.data.dataset import BeirDataset
     from beirx.data.resolve import resolve_dataset
     from beirx.network import HubUnavailable
-    from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.quality import report_dir, run_quality
+    from beirx.translate.quality import QUALITY_METHODS, report_dir, run_quality
 
     folder = Path(args.translated).expanduser()
     manifest = BeirDataset(folder).translation if folder.is_dir() else None
@@ -60,15 +60,12 @@ def run(args) -> int:
     if source_spec is None and folder.is_dir():
         raise BeirxError(f"{folder} has no beirx translation manifest: pass the original dataset with --source")
     source = resolve_dataset(source_spec or args.translated, lang=src)
-    roundtrip = None
-    if args.roundtrip_translator:
-        cls = TRANSLATORS.get(args.roundtrip_translator)
-        roundtrip = cls(lang, src, args.roundtrip_model, **dict(args.roundtrip_option))
+    methods = [m for m in (QUALITY_METHODS.get(name).from_args(args, src, lang) for name in QUALITY_METHODS.in_order())
+               if m is not None]
     try:
-        report = run_quality(source, translated, args.output, encoder=args.encoder,
+        report = run_quality(source, translated, args.output, methods=methods, encoder=args.encoder,
                              encoder_revision=args.encoder_revision, src_lang=src, tgt_lang=lang,
                              fields=tuple(args.fields), sample_size=args.sample, seed=args.seed,
-                             roundtrip_translator=roundtrip, roundtrip_sample=args.roundtrip_sample,
                              batch_size=args.batch_size, max_items=args.max_items, use_cache=not args.no_cache,
                              show_progress=show_progress(args))
     except HubUnavailable as exc:
@@ -77,12 +74,11 @@ def run(args) -> int:
         raise BeirxError(f"the encoder {args.encoder} is not in the local Hugging Face cache and the Hub cannot be "
                          f"reached ({exc.cause}); pass --encoder DIR (a local multilingual sentence-transformers "
                          "folder)") from exc
-    print(f"{'field':<8} {'pairs':>6} {'mean sim':>9} {'flagged':>8}  flags")
+    print(f"{'field':<8} {'pairs':>6} {'flagged':>8}  means / flags")
     for field, entry in report.fields.items():
+        means = ", ".join(f"{score} {d.mean:.4f}" for score, d in entry.scores.items() if d.mean is not None)
         flags = ", ".join(f"{k} {v}" for k, v in entry.flags.items()) or "-"
-        trip = f"  round-trip chrF {entry.roundtrip.chrF:.2f}" if entry.roundtrip else ""
-        mean = entry.similarity.mean
-        print(f"{field:<8} {entry.pairs:>6} {'-' if mean is None else f'{mean:.4f}':>9} "
-              f"{entry.flagged_items:>8}  {flags}{trip}")
+        trip = f"; round-trip chrF {entry.corpus_chrf:.2f}" if entry.corpus_chrf is not None else ""
+        print(f"{field:<8} {entry.pairs:>6} {entry.flagged_items:>8}  {means or '-'}{trip}; flags: {flags}")
     print(f"report: {report_dir(translated, args.output)}/quality.md")
     return 0

@@ -88,8 +88,8 @@ def read_quality(root: Path) -> dict[str, float]:
         values = {
             "similarity (mean)": entry.similarity.mean,
             "flagged share": entry.flagged_items / entry.pairs if entry.pairs else None,
-            "in target language": entry.language.target_share if entry.language.checked else None,
-            "round-trip chrF": entry.roundtrip.chrF if entry.roundtrip else None,
+            "in target language": entry.target_share,
+            "round-trip chrF": entry.corpus_chrf,
         }
         found.update({f"{name} {label}": float(value) for label, value in values.items() if value is not None})
     return found

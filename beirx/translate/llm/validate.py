@@ -14,7 +14,7 @@ that could still be written, flagged. The caller retries with a stricter prompt,
 * Refusals: the API's ``refusal`` field, or an answer opening like one ("I'm sorry", "As an AI", "Lo
   siento" ...) when the source does not.
 * A copied source and the wrong language reuse the quality report's checks
-  (:func:`beirx.translate.quality_flags.copy_reason`, :mod:`beirx.translate.langid`, on answers with at least
+  (:func:`beirx.translate.quality.checks.copy_reason`, :mod:`beirx.translate.langid`, on answers with at least
   :data:`MIN_LETTERS_FOR_LANGID` letters: shorter ones are not identified reliably).
 * Length: ``len(output) / len(source)`` outside :data:`LENGTH_BOUNDS` (sources of at least
   :data:`MIN_CHARS_FOR_RATIO` characters) is ``length_ratio``, or ``answered`` for a query that grew
@@ -30,7 +30,8 @@ import re
 from dataclasses import dataclass, field
 
 from beirx.models.llm import Reply
-from beirx.translate import langid, quality_flags
+from beirx.translate import langid
+from beirx.translate.quality import checks
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
 
@@ -127,7 +128,7 @@ class Validator:
 
     def _content(self, kind: str, source: str, text: str, verdict: Verdict) -> None:
         reasons = verdict.reasons
-        copy = quality_flags.copy_reason(source, text)
+        copy = checks.copy_reason(source, text)
         if copy:
             reasons.append(copy)
         if self._check_language and len(_LETTERS.findall(text)) >= MIN_LETTERS_FOR_LANGID and not copy:
@@ -143,11 +144,11 @@ class Validator:
                 verdict.details["length_ratio"] = round(ratio, 3)
         if kind == QUERY and source.rstrip()[-1:] in _QUESTION_MARKS and not any(m in text for m in _QUESTION_MARKS):
             reasons.append("question_lost")
-        lost = sorted(quality_flags.numbers(source) - quality_flags.numbers(text))
+        lost = sorted(checks.numbers(source) - checks.numbers(text))
         if lost:
             reasons.append("lost_numbers")
             verdict.details["lost_numbers"] = lost
-        lost_urls = sorted(u for u in quality_flags.urls(source) if u not in text)
+        lost_urls = sorted(u for u in checks.urls(source) if u not in text)
         if lost_urls:
             reasons.append("lost_urls")
             verdict.details["lost_urls"] = lost_urls
@@ -156,7 +157,7 @@ class Validator:
             if missing:
                 reasons.append("glossary")
                 verdict.details["glossary"] = missing
-        if quality_flags.repetition(source, text):
+        if checks.repetition(source, text):
             reasons.append("repetition")
 
     def strip_wrappers(self, text: str, source: str) -> tuple[str, list[str]]:

@@ -1,6 +1,7 @@
-"""Cheap per-item checks that catch the typical machine-translation failures of a benchmark build.
+"""The ``checks`` quality method: cheap rules that catch the typical machine-translation failures of a
+benchmark build. Always on; no model.
 
-Each check names a reason that appears in ``flagged.jsonl``:
+Each rule names a reason that appears in ``flagged.jsonl`` and ``quality.json``:
 
 ``empty``            the source has text, the translation has none.
 ``untranslated``     the translation equals the source (case and whitespace ignored) although the source
@@ -10,15 +11,18 @@ Each check names a reason that appears in ``flagged.jsonl``:
 ``wrong_language``   language identification says the source language (probability >= 0.5) or a third
                      language (>= 0.9) (:mod:`beirx.translate.langid`).
 ``length_ratio``     ``len(translation)/len(source)`` (characters) is an outlier for this dataset and field:
-                     robust z-score ``0.6745 (x - median) / MAD`` of the log ratio beyond 3.5 (Iglewicz &
-                     Hoaglin, 1993). Using the field's own distribution adapts to each language pair (Polish
-                     runs ~10% longer than English, Chinese far shorter). With fewer than 20 items or a zero
-                     MAD the fixed bounds 0.5–2.0 apply instead.
+                     robust z-score of the log ratio beyond 3.5 (:mod:`beirx.translate.quality.stats`).
+                     Using the field's own distribution adapts to each language pair (Polish runs ~10%
+                     longer than English, Chinese far shorter). With fewer than 20 items or a zero MAD the
+                     fixed bounds 0.5–2.0 apply instead.
 ``lost_numbers``     a digit run of the source (``2019``, the ``3`` and ``5`` of ``3.5``) is missing from the
                      translation; comparing runs, not numbers, tolerates ``3.5`` → ``3,5`` and ``1,000`` →
                      ``1 000``.
 ``lost_urls``        a URL of the source is not found verbatim in the translation.
-``low_similarity``   the cross-lingual similarity is a low outlier of its field (robust z below -3.5).
+``repetition``       a fragment repeats 4+ times in a row and the source has no such run.
+
+The field summary holds the language check (rows checked, share in the target language, the 10 most
+frequent detected languages) and the length-ratio rule that applied.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ import difflib
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
+
+from beirx.progress import progress
+from beirx.translate import langid
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
+from beirx.translate.quality.stats import ROBUST_Z, MIN_ITEMS_FOR_ROBUST, robust_z
 
 #: One line per reason, for the markdown report's legend.
 REASONS = {
@@ -37,15 +47,12 @@ REASONS = {
     "length_ratio": "translation/source length ratio is an outlier for this field",
     "lost_numbers": "a digit run of the source is missing from the translation",
     "lost_urls": "a URL of the source is missing from the translation",
-    "low_similarity": "similarity is a low outlier for this field (robust z < -3.5)",
     "repetition": "a word or fragment repeats 4+ times in a row and the source has no such run (degenerate "
                   "MT output such as 'specificspecificspecific...')",
 }
 
 NEAR_IDENTICAL = 0.9
-ROBUST_Z = 3.5
 FIXED_RATIO_BOUNDS = (0.5, 2.0)
-MIN_ITEMS_FOR_ROBUST = 20
 
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _TOKEN = re.compile(r"\w+")
@@ -98,17 +105,6 @@ def copy_reason(source: str, translation: str) -> str | None:
     return None
 
 
-def robust_z(values: Sequence[float]) -> tuple[list[float], float, float] | None:
-    """Modified z-scores ``0.6745 (x - median) / MAD`` with the median and MAD, or None when the MAD is 0."""
-    if not values:
-        return None
-    med = _median(values)
-    mad = _median([abs(v - med) for v in values])
-    if mad == 0:
-        return None
-    return [0.6745 * (v - med) / mad for v in values], med, mad
-
-
 def length_outliers(source_lengths: Sequence[int], translation_lengths: Sequence[int]) -> tuple[list[bool], dict]:
     """Which pairs have an outlying length ratio, and how that was decided (for the report)."""
     ratios = [t / s if s else math.inf for s, t in zip(source_lengths, translation_lengths)]
@@ -124,16 +120,57 @@ def length_outliers(source_lengths: Sequence[int], translation_lengths: Sequence
     return [not lo <= r <= hi for r in ratios], info
 
 
-def low_outliers(values: Sequence[float]) -> list[bool]:
-    """Values whose robust z-score is below -3.5 (all False for small or constant samples)."""
-    scored = robust_z(values) if len(values) >= MIN_ITEMS_FOR_ROBUST else None
-    if scored is None:
-        return [False] * len(values)
-    return [z < -ROBUST_Z for z in scored[0]]
+class Checks(QualityMethod):
+    """The rule checks above, on every row."""
+
+    name = "checks"
+    flags = REASONS
+
+    @classmethod
+    def from_args(cls, args, src: str, tgt: str) -> Checks:
+        return cls()
+
+    def describe(self, context: QualityContext) -> dict[str, Any]:
+        return {"language_identifier": langid.describe()}
+
+    def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
+        result = MethodResult(scored=len(pairs))
+        check_lang = langid.supported(context.tgt_lang)
+        too_long, ratio_rule = length_outliers([len(s) for s in pairs.sources], [len(t) for t in pairs.translations])
+        detected: dict[str, int] = {}
+        rows = zip(pairs.ids, pairs.sources, pairs.translations, too_long)
+        for item, src, out, long_ratio in progress(rows, total=len(pairs), desc=f"quality checks {pairs.field}",
+                                                    unit="item", enabled=context.show_progress):
+            if not out.strip():
+                result.flag(item, "empty")
+                continue
+            copy = copy_reason(src, out)
+            if copy:
+                result.flag(item, copy)
+            if check_lang:
+                lang, prob = langid.identify(out)
+                detected[lang] = detected.get(lang, 0) + 1
+                if langid.wrong_language(lang, prob, context.src_lang, context.tgt_lang):
+                    result.flag(item, "wrong_language", language={"detected": lang, "probability": round(prob, 3)})
+            if long_ratio:
+                result.flag(item, "length_ratio", length_ratio=round(len(out) / len(src), 3))
+            repeated = repetition(src, out)
+            if repeated:
+                result.flag(item, "repetition", repetition=repeated)
+            lost_numbers = sorted(numbers(src) - numbers(out))
+            if lost_numbers:
+                result.flag(item, "lost_numbers", lost_numbers=lost_numbers)
+            lost_urls = sorted(u for u in urls(src) if u not in out)
+            if lost_urls:
+                result.flag(item, "lost_urls", lost_urls=lost_urls)
+        language = _language_summary(detected, langid.base_code(context.tgt_lang)) if check_lang else \
+            {"checked": 0, "note": f"language {context.tgt_lang!r} unknown to the identifier"}
+        result.summary = {"language": language, "length_ratio": ratio_rule}
+        return result
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    n = len(ordered)
-    mid = n // 2
-    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+def _language_summary(detected: dict[str, int], target: str) -> dict[str, Any]:
+    """How many outputs were checked, the share identified as the target language, the top 10 languages."""
+    checked = sum(detected.values())
+    return {"checked": checked, "target_share": round(detected.get(target, 0) / checked, 4) if checked else None,
+            "detected": dict(sorted(detected.items(), key=lambda kv: -kv[1])[:10])}

@@ -1,0 +1,118 @@
+"""The interface every quality-estimation method implements (one module per method, one registry line in
+:mod:`beirx.translate.quality`).
+
+A method scores one field's aligned (source, translation) rows and returns, per row, the values of the
+scores it declares and the reasons it flags the row with; :func:`~beirx.translate.quality.run.run_quality`
+stores both generically in ``quality.json``, combines the flags of all methods and renders the report, so a
+new method touches nothing else. A method declares its own ``beirx quality`` flags
+(:meth:`QualityMethod.add_arguments`) and builds itself from them (:meth:`QualityMethod.from_args`,
+``None`` when the user did not ask for it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from beirx.provenance import Timer
+
+
+@dataclass(frozen=True)
+class Score:
+    """A per-row score a method produces."""
+
+    name: str
+    description: str
+    higher_is_better: bool = True
+    scale: tuple[float, float] | None = None  # the values' range, the histogram's bounds; None = unbounded
+
+
+@dataclass
+class FieldPairs:
+    """One field's rows that every method scores, aligned by position."""
+
+    field: str  # queries | corpus
+    role: str  # query | passage: the encoders' prompt
+    ids: list[str]
+    sources: list[str]
+    translations: list[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class MethodResult:
+    """What a method found on one field. Every mapping is keyed by item ID; rows a method did not score
+    (outside its sample) are simply absent."""
+
+    values: dict[str, dict[str, float | None]] = field(default_factory=dict)  # score -> id -> value (None: no answer)
+    reasons: dict[str, list[str]] = field(default_factory=dict)  # id -> flag reasons
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> evidence for flagged.jsonl
+    texts: dict[str, dict[str, str]] = field(default_factory=dict)  # e.g. back_translation -> id -> text
+    summary: dict[str, Any] = field(default_factory=dict)  # field-level figures
+    scored: int = 0
+    missing: int = 0
+
+    def flag(self, item: str, reason: str, **details: Any) -> None:
+        """Flag ``item`` with ``reason``; ``details`` (e.g. ``lost_numbers=["12"]``) go to its evidence."""
+        self.reasons.setdefault(item, []).append(reason)
+        if details:
+            self.details.setdefault(item, {}).update(details)
+
+
+@dataclass
+class QualityContext:
+    """What every method of one run shares: languages, seed, progress, the timer and the similarity encoder
+    (built once, on first use, so a run that needs no embeddings loads no model)."""
+
+    src_lang: str
+    tgt_lang: str
+    seed: int
+    show_progress: bool
+    timer: Timer
+    encoder_factory: Callable[[], Any]
+    _encoder: Any = None
+
+    def encoder(self):
+        """The shared :class:`~beirx.translate.similarity.PairEncoder`."""
+        if self._encoder is None:
+            self._encoder = self.encoder_factory()
+        return self._encoder
+
+    def sample(self, pairs: FieldPairs, size: int | None, purpose: str) -> list[int]:
+        """Positions of a seeded random sample of at most ``size`` rows (all rows when ``size`` is None),
+        in row order; the same seed, field and purpose give the same rows on every run."""
+        if size is None or size >= len(pairs):
+            return list(range(len(pairs)))
+        return sorted(random.Random(f"{self.seed}-{pairs.field}-{purpose}").sample(range(len(pairs)), size))
+
+
+class QualityMethod(ABC):
+    """One way of estimating translation quality without a reference translation."""
+
+    name: ClassVar[str]
+    scores: ClassVar[tuple[Score, ...]] = ()
+    flags: ClassVar[dict[str, str]] = {}  # reason -> one line for the report's legend
+    sample: int | None = None  # rows per field this method scores; None = all
+
+    @classmethod
+    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
+        """Add this method's ``beirx quality`` flags to ``group`` (none by default)."""
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, src: str, tgt: str) -> QualityMethod | None:
+        """The method configured by parsed flags, or None when the flags do not ask for it."""
+        return None
+
+    @abstractmethod
+    def describe(self, context: QualityContext) -> dict[str, Any]:
+        """Model, revision, prompt hash and options: what ``quality.json`` records (never a secret)."""
+
+    @abstractmethod
+    def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
+        """Score ``pairs`` (logging, not printing; long loops show progress through ``beirx.progress``)."""

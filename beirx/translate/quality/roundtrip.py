@@ -1,0 +1,91 @@
+"""The ``roundtrip`` quality method: translate the translation back and compare it with the source.
+
+With no human reference, the round trip is a reference-free proxy of adequacy: what the translation lost
+or changed tends to stay lost on the way back. Per row it gives two scores, so round trips can flag rows
+like the other methods:
+
+- ``roundtrip_chrf``: sentence-level chrF (Popović, 2015, "chrF: character n-gram F-score for automatic MT
+  evaluation"; sacrebleu's implementation and defaults: character 6-grams, beta 2) of the back-translation
+  against the source, 0-100;
+- ``roundtrip_similarity``: cosine similarity of the source and back-translation embeddings (the run's
+  encoder; both sides are in the source language, so it forgives paraphrase that chrF punishes).
+
+A row is flagged when a score is a low outlier of its field (robust z, :mod:`~beirx.translate.quality.stats`).
+The field summary keeps the corpus-level chrF and sacrebleu's signature. The back-translation goes
+through the same sentence segmentation as ``beirx translate`` (a model's input limit never truncates a
+document), over every row or a seeded sample (``--roundtrip-sample``).
+
+Known blind spot: a row left in the source language comes back unchanged and scores high; the ``checks``
+method flags it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beirx.argtypes import count_or_all, key_value
+from beirx.errors import require
+from beirx.translate.backends.base import Translator
+from beirx.translate.plan import translate_texts
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
+
+DEFAULT_SAMPLE = 200
+
+
+class RoundTrip(QualityMethod):
+    name = "roundtrip"
+    scores = (Score("roundtrip_chrf", "sentence chrF of the back-translation against the source", scale=(0.0, 100.0)),
+              Score("roundtrip_similarity", "cosine similarity of source and back-translation embeddings",
+                    scale=(0.0, 1.0)))
+    flags = {"low_roundtrip_chrf": f"round-trip chrF is a low outlier for this field (robust z < -{ROBUST_Z})",
+             "low_roundtrip_similarity": "round-trip similarity is a low outlier for this field "
+                                         f"(robust z < -{ROBUST_Z})"}
+
+    def __init__(self, translator: Translator, sample: int | None = DEFAULT_SAMPLE):
+        self.translator = translator
+        self.sample = sample
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--roundtrip-translator", metavar="NAME",
+                           help="back-translate with this backend (e.g. apertium): per-row chrF and similarity")
+        group.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
+        group.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
+                           help="option of the round-trip backend (repeatable)")
+        group.add_argument("--roundtrip-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
+                           help=f"rows per field to back-translate: a seeded sample, or all (default {DEFAULT_SAMPLE})")
+
+    @classmethod
+    def from_args(cls, args, src: str, tgt: str) -> RoundTrip | None:
+        if not args.roundtrip_translator:
+            return None
+        from beirx.translate.backends import TRANSLATORS
+
+        backend = TRANSLATORS.get(args.roundtrip_translator)
+        return cls(backend(tgt, src, args.roundtrip_model, **dict(args.roundtrip_option)),
+                   args.roundtrip_sample)
+
+    def describe(self, context: QualityContext) -> dict[str, Any]:
+        return {"translator": self.translator.describe(), "chrF": "sacrebleu sentence chrF (defaults)",
+                "encoder": context.encoder().describe()}
+
+    def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
+        sacrebleu = require("sacrebleu", "translate", "round-trip chrF")
+        picked = context.sample(pairs, self.sample, "roundtrip")
+        ids = [pairs.ids[i] for i in picked]
+        sources = [pairs.sources[i] for i in picked]
+        back = translate_texts(self.translator, [pairs.translations[i] for i in picked])
+        metric = sacrebleu.metrics.CHRF()
+        chrf = {item: float(metric.sentence_score(hyp, [ref]).score) for item, hyp, ref in zip(ids, back, sources)}
+        sims = context.encoder().similarities(sources, back, pairs.role, f"quality-{pairs.field}-roundtrip")
+        similarity = {item: float(sim) for item, sim in zip(ids, sims)}
+        result = MethodResult(values={"roundtrip_chrf": chrf, "roundtrip_similarity": similarity},
+                              texts={"back_translation": dict(zip(ids, back))}, scored=len(ids))
+        for score, values in (("roundtrip_chrf", chrf), ("roundtrip_similarity", similarity)):
+            for item in flag_low_outliers(values):
+                result.flag(item, f"low_{score}")
+        if ids:
+            corpus = metric.corpus_score(back, [sources])
+            result.summary = {"chrF": round(float(corpus.score), 2), "signature": str(metric.get_signature())}
+        return result

@@ -1,0 +1,73 @@
+"""Distributions and outliers of per-row quality scores.
+
+Outliers use the modified z-score ``0.6745 (x - median) / MAD`` with the cut-off 3.5 (Iglewicz & Hoaglin,
+1993, "How to Detect and Handle Outliers"): the median and the median absolute deviation are not pulled by
+the outliers themselves, and using each field's own distribution adapts the rule to each language pair and
+method, so no absolute threshold has to be guessed per score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from beirx.artifacts.quality import Distribution, Histogram
+
+ROBUST_Z = 3.5
+MIN_ITEMS_FOR_ROBUST = 20
+PERCENTILES = (5, 25, 50, 75, 95)
+BINS = 20
+
+
+def histogram_edges(low: float, high: float) -> list[float]:
+    """:data:`BINS` equal bins over ``[low, high]`` (0.05 wide on [0, 1], as BEIR-PL-style reports compare)."""
+    return [round(low + (high - low) * i / BINS, 6) for i in range(BINS + 1)]
+
+
+def distribution(values: Sequence[float] | np.ndarray, scale: tuple[float, float] | None = (0.0, 1.0)) -> Distribution:
+    """Mean, population std, min/max, percentiles and, for a bounded ``scale``, a fixed-bin histogram
+    (values clipped into the scale) so reports of different datasets compare bin by bin."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) == 0:
+        return Distribution(n=0)
+    histogram = None
+    if scale is not None:
+        edges = histogram_edges(*scale)
+        counts, _ = np.histogram(np.clip(values, scale[0], scale[1]), bins=edges)
+        histogram = Histogram(edges=edges, counts=[int(c) for c in counts])
+    return Distribution(n=int(len(values)), mean=float(values.mean()), std=float(values.std()),
+                        min=float(values.min()), max=float(values.max()),
+                        **{f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES}, histogram=histogram)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(np.median(np.asarray(values, dtype=np.float64)))
+
+
+def robust_z(values: Sequence[float]) -> tuple[list[float], float, float] | None:
+    """Modified z-scores with the median and MAD, or None when there are no values or the MAD is 0."""
+    if not len(values):
+        return None
+    med = median(values)
+    mad = median([abs(v - med) for v in values])
+    if mad == 0:
+        return None
+    return [0.6745 * (v - med) / mad for v in values], med, mad
+
+
+def low_outliers(values: Sequence[float], threshold: float = ROBUST_Z) -> list[bool]:
+    """Values whose robust z-score is below ``-threshold`` (all False for fewer than
+    :data:`MIN_ITEMS_FOR_ROBUST` values or a constant sample)."""
+    scored = robust_z(values) if len(values) >= MIN_ITEMS_FOR_ROBUST else None
+    if scored is None:
+        return [False] * len(values)
+    return [z < -threshold for z in scored[0]]
+
+
+def flag_low_outliers(values: dict[str, float | None], higher_is_better: bool = True,
+                      threshold: float = ROBUST_Z) -> list[str]:
+    """IDs whose (oriented) score is a low outlier of its field."""
+    present = [(i, v if higher_is_better else -v) for i, v in values.items() if v is not None]
+    flags = low_outliers([v for _, v in present], threshold)
+    return [i for (i, _), low in zip(present, flags) if low]

@@ -1,0 +1,120 @@
+"""Quality methods as an extension point: a new method is one class (its scores and flags reach quality.json,
+flagged.jsonl and quality.md with nothing else changed); the worst-row ranking; the CLI offers every
+registered method's flags."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import write_beir
+
+from beirx.artifacts.quality import QualityReport
+from beirx.cli import main
+from beirx.data.dataset import BeirDataset
+from beirx.errors import BeirxError
+from beirx.translate.quality import QUALITY_METHODS, run_quality
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
+from beirx.translate.quality.checks import Checks
+from beirx.translate.quality.stats import flag_low_outliers
+
+
+class WordRatio(QualityMethod):
+    """A toy method: translation words / source words, flagged below 0.5 (hand-checkable)."""
+
+    name = "word_ratio"
+    scores = (Score("word_ratio", "translation words per source word", scale=(0.0, 2.0)),)
+    flags = {"few_words": "fewer than half the source's words"}
+
+    def describe(self, context):
+        return {"rule": "words(translation) / words(source)"}
+
+    def score(self, pairs: FieldPairs, context) -> MethodResult:
+        values = {i: len(t.split()) / len(s.split()) for i, s, t in zip(pairs.ids, pairs.sources, pairs.translations)}
+        result = MethodResult(values={"word_ratio": values}, scored=len(values), summary={"rule": "< 0.5"})
+        for item, value in values.items():
+            if value < 0.5:
+                result.flag(item, "few_words", word_ratio=value)
+        return result
+
+
+SOURCE = ["the cat sleeps on the warm mat", "dogs bark at night", "birds sing in the morning", "it rains"]
+TARGET = ["el gato duerme", "los perros ladran de noche", "birds sing in the morning", "llueve mucho hoy"]
+
+
+def _datasets(tmp_path):
+    def build(name, texts):
+        root = write_beir(tmp_path / name, [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(texts)],
+                          [{"_id": f"q{i}", "text": t} for i, t in enumerate(texts)],
+                          {"test": [(f"q{i}", f"d{i}", 1) for i in range(len(texts))]})
+        return BeirDataset(root)
+
+    return build("en", SOURCE), build("es", TARGET)
+
+
+def test_a_new_method_needs_no_other_change(tmp_path):
+    source, translated = _datasets(tmp_path)
+    report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es",
+                         methods=[Checks(), WordRatio()], fields=("queries",), show_progress=False)
+    entry = report.fields["queries"]
+    ratios = {"q0": 3 / 7, "q1": 5 / 4, "q2": 1.0, "q3": 3 / 2}
+    assert entry.rows == {"word_ratio": ratios}
+    assert entry.scores["word_ratio"].mean == pytest.approx(sum(ratios.values()) / 4)
+    assert entry.scores["word_ratio"].histogram.edges[:3] == [0.0, 0.1, 0.2]
+    assert entry.scores["word_ratio"].histogram.counts[4] == 1 and entry.scores["word_ratio"].histogram.counts[15] == 1
+    assert entry.methods["word_ratio"].summary == {"rule": "< 0.5"} and entry.methods["word_ratio"].scored == 4
+    # flags of every method together, in method order: q2 is an untranslated copy, q0 lost words (and is
+    # under half the source's characters: 14/30)
+    assert entry.flagged == {"q0": ["length_ratio", "few_words"], "q2": ["untranslated", "wrong_language"]}
+    assert entry.flags == {"few_words": 1, "length_ratio": 1, "untranslated": 1, "wrong_language": 1}
+    assert entry.flagged_items == 2
+    assert report.scores["word_ratio"].method == "word_ratio" and report.scores["word_ratio"].scale == [0.0, 2.0]
+    assert report.methods["word_ratio"].description == {"rule": "words(translation) / words(source)"}
+    assert list(report.methods) == ["checks", "word_ratio"] and report.encoder == {}  # no encoder was loaded
+    assert QualityReport.load(tmp_path / "q" / "quality.json") == report
+
+    flagged = [json.loads(line) for line in (tmp_path / "q" / "flagged.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["reasons"], r["word_ratio"]) for r in flagged] == [("q0", ["length_ratio", "few_words"], 0.4286),
+                                                                          ("q2", ["untranslated", "wrong_language"], 1.0)]
+    assert flagged[0]["details"] == {"length_ratio": round(14 / 30, 3), "word_ratio": 3 / 7}
+    md = (tmp_path / "q" / "quality.md").read_text(encoding="utf-8")
+    assert "| queries | `word_ratio` | ↑ | 4 | 0 | 1.045 |" in md
+    assert "- `few_words` (word_ratio): fewer than half the source's words" in md
+    worst = md[md.index("## Worst 4 queries rows"):]
+    assert worst.index("`q0`") < worst.index("`q2`") < worst.index("`q3`") and "| `q2` | untranslated, wrong_language | 1.000 |" in worst
+
+
+def test_ranked_rows_by_flags_then_mean_percentile(tmp_path):
+    source, translated = _datasets(tmp_path)
+    report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es",
+                         methods=[Checks(), WordRatio()], fields=("queries",), show_progress=False)
+    # q0 and q2 have two flags each: q0's ratio (0.43) ranks below q2's (1.0); q1 (1.25) and q3 (1.5) are
+    # unflagged, the lower ratio first
+    assert report.ranked_rows("queries") == ["q0", "q2", "q1", "q3"]
+
+
+def test_two_methods_may_not_claim_one_score(tmp_path):
+    source, translated = _datasets(tmp_path)
+
+    class Clash(WordRatio):
+        name = "clash"
+
+    with pytest.raises(BeirxError, match="word_ratio and clash both produce a score named 'word_ratio'"):
+        run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es",
+                    methods=[WordRatio(), Clash()], show_progress=False)
+
+
+def test_low_outliers_by_robust_z():
+    values = {f"r{i}": 0.8 + 0.001 * (i % 7) for i in range(30)} | {"bad": 0.2, "none": None}
+    assert flag_low_outliers(values) == ["bad"]
+    assert flag_low_outliers({k: -v for k, v in values.items() if v is not None}, higher_is_better=False) == ["bad"]
+    assert flag_low_outliers({"a": 0.1, "b": 0.9}) == []  # too few rows for a robust rule
+
+
+def test_cli_offers_every_registered_method(capsys):
+    assert main(["quality", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    for name in QUALITY_METHODS.in_order():
+        if name != "checks":  # the rule checks have no options (argparse hides an empty group)
+            assert f"quality method {name}:" in help_text
+    assert "--roundtrip-sample N|all" in help_text and "--no-similarity" in help_text
