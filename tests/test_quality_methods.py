@@ -1,6 +1,6 @@
 """Quality methods as an extension point: a new method is one class (its scores and flags reach quality.json,
 flagged.jsonl and quality.md with nothing else changed); the worst-row ranking; the CLI offers every
-registered method's flags."""
+registered method's flags; COMET's model-folder checks (the real COMET run is in test_quality_comet.py)."""
 
 from __future__ import annotations
 
@@ -117,4 +117,38 @@ def test_cli_offers_every_registered_method(capsys):
     for name in QUALITY_METHODS.in_order():
         if name != "checks":  # the rule checks have no options (argparse hides an empty group)
             assert f"quality method {name}:" in help_text
-    assert "--roundtrip-sample N|all" in help_text and "--no-similarity" in help_text
+    assert "--roundtrip-sample N|all" in help_text and "--comet PATH" in help_text and "--no-similarity" in help_text
+
+
+# -- COMET: model folder checks (no unbabel-comet needed) -------------------------------------------------------
+def _comet_folder(tmp_path, hparams: str):
+    folder = tmp_path / "kiwi"
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "checkpoints" / "model.ckpt").write_bytes(b"not loaded in these tests")
+    (folder / "hparams.yaml").write_text(hparams, encoding="utf-8")
+    return folder
+
+
+def test_comet_refuses_a_folder_that_is_not_a_reference_free_model(tmp_path, capsys):
+    source, translated = _datasets(tmp_path)
+    args = ["quality", str(translated.root), "--source", str(source.root), "--lang", "es", "--no-similarity",
+            "--no-progress", "--comet"]
+    assert main(args + [str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: not a COMET model (expected a folder with checkpoints/model.ckpt" in \
+        capsys.readouterr().err
+    with_reference = _comet_folder(tmp_path, "class_identifier: regression_metric\npretrained_model: xlm-roberta-large\n")
+    assert main(args + [str(with_reference)]) == 2
+    assert "class_identifier 'regression_metric' needs a reference translation" in capsys.readouterr().err
+    assert not (translated.root / "quality").exists()  # refused before any work
+
+
+def test_comet_without_the_extra_names_it(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "comet", None)  # as when unbabel-comet is not installed
+    source, translated = _datasets(tmp_path)
+    kiwi = _comet_folder(tmp_path, "class_identifier: unified_metric\ninput_segments: [mt, src]\n"
+                                   "pretrained_model: microsoft/infoxlm-large\n")
+    assert main(["quality", str(translated.root), "--source", str(source.root), "--lang", "es", "--no-similarity",
+                 "--no-progress", "--fields", "queries", "--comet", str(kiwi)]) == 2
+    assert "beirx[comet]" in capsys.readouterr().err

@@ -39,6 +39,37 @@ def build_tiny_marian(work: Path, lines: list[str], *, vocab_size: int, max_leng
     return folder
 
 
+def build_tiny_comet(work: Path, tokenizer_folder: Path) -> Path:
+    """A random-weight CometKiwi-shaped model (``unified_metric``, input segments ``mt, src``) saved as COMET
+    publishes one (``checkpoints/model.ckpt`` + ``hparams.yaml``), on a 2-layer XLM-R encoder with the
+    tokenizer of ``tokenizer_folder`` (an XLM-R tokenizer: multilingual-e5-small's). Needs unbabel-comet."""
+    import shutil
+
+    import pytorch_lightning
+    import torch
+    import yaml
+    from comet.models import UnifiedMetric
+
+    encoder = work / "encoder"
+    encoder.mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer_folder / name, encoder / name)
+    config = json.loads((tokenizer_folder / "config.json").read_text(encoding="utf-8"))
+    config.update(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2)
+    (encoder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    torch.manual_seed(0)
+    model = UnifiedMetric(pretrained_model=str(encoder), hidden_sizes=[32], input_segments=["mt", "src"],
+                          word_layer=2, layer_transformation="softmax", load_pretrained_weights=False,
+                          local_files_only=True)
+    folder = work / "tiny-cometkiwi"
+    (folder / "checkpoints").mkdir(parents=True)
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
+                "pytorch-lightning_version": pytorch_lightning.__version__}, folder / "checkpoints" / "model.ckpt")
+    (folder / "hparams.yaml").write_text(yaml.safe_dump({**dict(model.hparams), "class_identifier": "unified_metric"}),
+                                         encoding="utf-8")
+    return folder
+
+
 #: A Gemma-style chat template (turns between <start_of_turn>/<end_of_turn>; a system message is folded
 #: into the first user turn, as Gemma's own template does).
 CHAT_TEMPLATE = (

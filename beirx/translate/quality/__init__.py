@@ -14,6 +14,7 @@ QUALITY_METHODS = Registry("quality method", {
     "checks": "beirx.translate.quality.checks:Checks",
     "similarity": "beirx.translate.quality.embedding:EmbeddingSimilarity",
     "roundtrip": "beirx.translate.quality.roundtrip:RoundTrip",
+    "comet": "beirx.translate.quality.comet:Comet",
 })
 
 from beirx.translate.quality.run import report_dir, run_quality  # noqa: E402  (the stage's entry points)
