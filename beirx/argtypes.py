@@ -74,3 +74,18 @@ def key_value(text: str) -> tuple[str, str | bool]:
 def count_or_all(text: str) -> int | None:
     """A positive count, or ``all`` (None): how many rows a sampled step covers."""
     return None if text == "all" else positive_int(text)
+
+
+def port_number(text: str) -> int:
+    value = _number(int, text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), got {value}")
+    return value
+
+
+def rating(text: str) -> float:
+    """A value on the review's 1-5 rating scales."""
+    value = _number(float, text)
+    if not 1 <= value <= 5:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 5, got {value}")
+    return value

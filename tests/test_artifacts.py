@@ -287,13 +287,32 @@ def test_schema_command_prints_a_valid_json_schema(name, capsys):
     examples = {"results": [_full_results()] + [ResultsDocument.load(p) for p in sorted(BEFORE_V2.glob("results_*"))],
                 "manifest": [TranslationManifest.load(BEFORE_V2 / "translation.json")],
                 "quality": [QualityReport.load(BEFORE_V2 / "quality.json")],
-                "generation": [_generation_manifest()]}[name]
+                "generation": [_generation_manifest()], "review": [_review_document()]}[name]
     for example in examples:
         jsonschema.validate(example.to_dict(), schema)
     bad = examples[0].to_dict()
     bad[ARTIFACTS[name].SCHEMA_FIELD] = "beirx.other/1"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def _review_document():
+    from beirx.artifacts.manifest import DatasetSide
+    from beirx.artifacts.review import (Acceptability, Agreement, Correction, Correlation, Rating, ReviewDocument,
+                                        ReviewItem, SampleInfo, Share)
+
+    share = Share(items=1, acceptable=1, share=1.0, ci_low=0.2, ci_high=1.0)
+    rating = Rating(annotator="Ana", adequacy=4, fluency=5, errors={"omission": "minor"},
+                    correction=Correction(text="corregido", title=None), updated="2026-01-01T00:00:00+00:00")
+    return ReviewDocument(
+        dataset=DatasetSide(path="x", name="toy", lang="es", checksum="sha256:00"), source_lang="en",
+        sample=SampleInfo(size=1, seed=0, strata={"random": 1}, quality_report=None), annotators=["Ana"],
+        items=[ReviewItem(field="queries", id="q1", stratum="random", ratings=[rating], adequacy=4.0, fluency=5.0,
+                          acceptable=True, scores={"similarity": 0.9, "judge_da": None})],
+        agreement={"adequacy": Agreement(alpha=None, level="ordinal", items=0, ratings=0)},
+        acceptable=Acceptability(rule="r", interval="wilson", confidence=0.95, estimate=share,
+                                 per_stratum={"random": share}),
+        correlations={"similarity": Correlation(spearman=None, p_value=None, n=1)})
 
 
 def _generation_manifest():

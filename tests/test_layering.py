@@ -72,10 +72,24 @@ def test_translate_and_publish_never_import_evaluate():
         assert {f: n for f, n in lazy.items() if n} == {}, package  # not even inside a function
 
 
+def test_review_reads_earlier_stages_only_through_artifacts():
+    """The review stage (after translate) uses data, artifacts and shared modules; no stage imports it."""
+    result = _walk("beirx.review")
+    assert {"beirx.review.app", "beirx.review.sample", "beirx.review.export"} <= set(result["walked"])
+    assert not result["skipped"], result["skipped"]
+    stages = ("beirx.translate", "beirx.evaluate", "beirx.report", "beirx.publish", "beirx.train")
+    assert [m for m in result["modules"] if m.startswith(stages)] == []
+    lazy = {f: sorted(n for n in names if n.startswith(stages)) for f, names in _imports_in_source("beirx.review").items()}
+    assert {f: n for f, n in lazy.items() if n} == {}
+    for package in stages:
+        users = {f: n for f, n in _imports_in_source(package).items() if any(m.startswith("beirx.review") for m in n)}
+        assert users == {}, package
+
+
 def test_data_never_imports_publish_or_later_stages():
     result = _walk("beirx.data")
     assert "beirx.data.hub_source" in result["walked"]
-    later = ("beirx.publish", "beirx.evaluate", "beirx.translate", "beirx.models")
+    later = ("beirx.publish", "beirx.evaluate", "beirx.translate", "beirx.models", "beirx.review")
     assert [m for m in result["modules"] if m.startswith(later)] == []
     lazy = {f: sorted(n for n in names if n.startswith(later)) for f, names in _imports_in_source("beirx.data").items()}
     assert {f: n for f, n in lazy.items() if n} == {}
@@ -84,7 +98,7 @@ def test_data_never_imports_publish_or_later_stages():
 def test_models_layer_imports_no_stage():
     result = _walk("beirx.models")
     assert "beirx.models.embeddings_cache" in result["walked"]
-    stages = ("beirx.publish", "beirx.evaluate", "beirx.translate")
+    stages = ("beirx.publish", "beirx.evaluate", "beirx.translate", "beirx.review")
     assert [m for m in result["modules"] if m.startswith(stages)] == []
     lazy = {f: sorted(n for n in names if n.startswith(stages)) for f, names in _imports_in_source("beirx.models").items()}
     assert {f: n for f, n in lazy.items() if n} == {}

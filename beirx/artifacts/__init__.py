@@ -1,10 +1,10 @@
-"""Typed artifacts: the results document, the translation manifest, the quality report and the query-generation
-manifest.
+"""Typed artifacts: the results document, the translation manifest, the quality report, the query-generation
+manifest and the human review.
 
 Each is a dataclass with a schema version, ``to_dict``/``to_json``/``save`` (atomic) and
 ``from_dict``/``from_json``/``load`` that validate (errors name the file and the dotted field) and upgrade
 older formats; ``json_schema()`` documents the current format
-(``beirx schema results|manifest|quality|generation``).
+(``beirx schema results|manifest|quality|generation|review``).
 Core only: no heavy imports.
 """
 
@@ -12,8 +12,10 @@ from beirx.artifacts.generation import GenerationManifest
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.results import ResultsDocument
+from beirx.artifacts.review import ReviewDocument
 
 ARTIFACTS = {"results": ResultsDocument, "manifest": TranslationManifest, "quality": QualityReport,
-             "generation": GenerationManifest}
+             "generation": GenerationManifest, "review": ReviewDocument}
 
-__all__ = ["ARTIFACTS", "GenerationManifest", "QualityReport", "ResultsDocument", "TranslationManifest"]
+__all__ = ["ARTIFACTS", "GenerationManifest", "QualityReport", "ResultsDocument", "ReviewDocument",
+           "TranslationManifest"]

@@ -26,6 +26,7 @@ _UPGRADES = {
                "round-trip chrF the `roundtrip` summary; `per_query_similarity` becomes the queries' "
                "`rows.similarity` (empty in files without it).",
     "generation": "One format so far (`beirx.generation/1`).",
+    "review": "One format so far (`beirx.review/1`).",
 }
 
 

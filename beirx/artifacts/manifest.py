@@ -62,6 +62,16 @@ class TranslationOptions:
 
 
 @dataclass(kw_only=True)
+class HumanCorrections:
+    """Corrections native speakers typed in ``beirx review``, written into the data by ``beirx review apply``."""
+
+    records: dict[str, int] = fld("records changed per field (queries, corpus)")
+    log: str = fld("the file (relative to the dataset) keeping each record's machine output and its correction")
+    annotators: list[str] = fld("whose corrections were applied")
+    applied: str = fld("UTC time of the last apply (ISO 8601)")
+
+
+@dataclass(kw_only=True)
 class TranslationManifest(Artifact):
     """``translation.json``: a translated dataset's provenance."""
 
@@ -89,6 +99,7 @@ class TranslationManifest(Artifact):
         "and reason (listed in translation_flags.jsonl)")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
+    corrections: HumanCorrections | None = optional("human corrections applied after the machine translation")
 
     @property
     def family(self) -> str:

@@ -203,15 +203,16 @@ class QualityReport(Artifact):
         found = method.description.get("language_identifier", {}) if method else {}
         return f"{found.get('package')} {found.get('version')}"
 
-    def ranked_rows(self, field: str) -> list[str]:
-        """Item IDs of ``field`` from worst to best: most flag reasons first, then by the mean of the row's
-        percentile ranks over every score (each oriented so that low = bad), then by ID.
+    def badness(self, field: str) -> dict[str, tuple[int, float]]:
+        """``{item id: (-flag reasons, mean percentile rank)}`` of ``field``: sorting by it puts the worst
+        rows first (most flag reasons, then the lowest mean of the row's percentile ranks over every score,
+        each oriented so that low = bad).
 
         One score's percentile rank puts scores of different scales (cosine, chrF, MQM) on one footing, so
         no method dominates the order by its units; a row missing a score is ranked on the others.
         """
         entry = self.fields[field]
-        ids = sorted({i for values in entry.rows.values() for i in values} | set(entry.flagged))
+        ids = {i for values in entry.rows.values() for i in values} | set(entry.flagged)
         ranks: dict[str, list[float]] = {i: [] for i in ids}
         for score, values in entry.rows.items():
             info = self.scores.get(score)
@@ -219,8 +220,12 @@ class QualityReport(Artifact):
             present = sorted((sign * v, i) for i, v in values.items() if v is not None)
             for position, (_, item) in enumerate(present):
                 ranks[item].append(position / max(1, len(present) - 1))
-        return sorted(ids, key=lambda i: (-len(entry.flagged.get(i, [])),
-                                          sum(ranks[i]) / len(ranks[i]) if ranks[i] else 1.0, i))
+        return {i: (-len(entry.flagged.get(i, [])), sum(ranks[i]) / len(ranks[i]) if ranks[i] else 1.0) for i in ids}
+
+    def ranked_rows(self, field: str) -> list[str]:
+        """Item IDs of ``field`` from worst to best (:meth:`badness`, ties by ID)."""
+        badness = self.badness(field)
+        return sorted(badness, key=lambda i: (badness[i], i))
 
     @classmethod
     def _upgrade(cls, data: dict[str, Any], source: str) -> dict[str, Any]:

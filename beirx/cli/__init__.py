@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("beirx.cli.validate", "check a BEIR folder (and that a translation kept IDs and qrels)"),
     "translate": ("beirx.cli.translate", "machine-translate a BEIR dataset, keeping IDs and qrels"),
     "quality": ("beirx.cli.quality", "score a translated dataset's translation quality"),
+    "review": ("beirx.cli.review", "native speakers rate a sample of a translation in a web app; export, apply"),
     "eval": ("beirx.cli.eval", "evaluate retrievers and rerankers on a dataset and language"),
     "publish": ("beirx.cli.publish", "export/push datasets and results to the Hugging Face Hub"),
     "mteb": ("beirx.cli.mteb", "register a dataset as an MTEB task; MTEB-format results"),

@@ -12,7 +12,6 @@ Each quality method adds its own flags (see ``beirx.translate.quality``).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
@@ -44,22 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from beirx.data.dataset import BeirDataset
-    from beirx.data.resolve import resolve_dataset
+    from beirx.data.resolve import resolve_translation
     from beirx.network import HubUnavailable
     from beirx.translate.quality import QUALITY_METHODS, report_dir, run_quality
 
-    folder = Path(args.translated).expanduser()
-    manifest = BeirDataset(folder).translation if folder.is_dir() else None
-    lang = args.lang or (manifest.target_language if manifest else None)
-    src = args.src or (manifest.source_language if manifest else "en")
-    if not lang:
-        raise BeirxError("pass the translation's language with --lang")
-    translated = resolve_dataset(args.translated, lang=lang)
-    source_spec = args.source or (manifest.source.path if manifest else None)
-    if source_spec is None and folder.is_dir():
-        raise BeirxError(f"{folder} has no beirx translation manifest: pass the original dataset with --source")
-    source = resolve_dataset(source_spec or args.translated, lang=src)
+    source, translated = resolve_translation(args.translated, args.source, args.lang, args.src)
+    src, lang = source.lang, translated.lang
     methods = [m for m in (QUALITY_METHODS.get(name).from_args(args, src, lang) for name in QUALITY_METHODS.in_order())
                if m is not None]
     try:

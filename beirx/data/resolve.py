@@ -129,3 +129,23 @@ def _local_folder(spec: str) -> Path | None:
         raise BeirxError(f"{path} holds several datasets; pass one of: "
                          f"{', '.join(str(path / s) for s in subsets)}")
     raise BeirxError(f"{path} is not a BEIR dataset folder: missing {', '.join(missing)}")
+
+
+def resolve_translation(translated: str, source: str | None = None, lang: str | None = None,
+                        src: str | None = None) -> tuple[BeirDataset, BeirDataset]:
+    """``(source, translation)`` for commands that compare a translation with its original (quality, review).
+
+    ``translated`` is a folder or catalogue name; ``lang``/``src`` and ``source`` default to what ``beirx
+    translate``'s manifest recorded (``src`` else ``en``); a catalogue name's source is the same name.
+    """
+    folder = Path(translated).expanduser()
+    manifest = BeirDataset(folder).translation if folder.is_dir() else None
+    lang = lang or (manifest.target_language if manifest else None)
+    src = src or (manifest.source_language if manifest else "en")
+    if not lang:
+        raise BeirxError("pass the translation's language with --lang")
+    target = resolve_dataset(translated, lang=lang)
+    source_spec = source or (manifest.source.path if manifest else None)
+    if source_spec is None and folder.is_dir():
+        raise BeirxError(f"{folder} has no beirx translation manifest: pass the original dataset with --source")
+    return resolve_dataset(source_spec or translated, lang=src), target

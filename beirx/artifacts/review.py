@@ -1,0 +1,148 @@
+"""The human review of a translation (``review/review.json``) that ``beirx review export`` writes.
+
+Native speakers rate a stratified sample of (source, translation) pairs in ``beirx review``: adequacy and
+fluency on 1-5, MQM-lite error marks, an optional corrected translation. The document keeps every rating
+and what follows from them: agreement between annotators (Krippendorff's alpha, ordinal), the share of
+acceptable translations with a 95% confidence interval, and how well each automatic quality score ranks
+items as the annotators do (Spearman). The dataset card and MTEB task read it to state
+``sample_creation`` ("machine-translated and verified").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beirx.artifacts.base import Artifact, fld, optional, utc_now
+from beirx.artifacts.manifest import DatasetSide
+
+SCHEMA = "beirx.review/1"
+FILENAME = "review.json"
+FOLDER = "review"  # in the translated dataset's folder
+
+
+@dataclass(kw_only=True)
+class Correction:
+    """A corrected translation typed by an annotator."""
+
+    text: str = fld("the corrected text (a query's text, a document's text)")
+    title: str | None = optional("a document's corrected title (null for queries and untitled documents)")
+
+
+@dataclass(kw_only=True)
+class Rating:
+    """One annotator's verdict on one item."""
+
+    annotator: str = fld("the name the annotator entered")
+    adequacy: int = fld("1-5: how much of the source's meaning the translation keeps")
+    fluency: int = fld("1-5: how natural and grammatical the translation reads")
+    errors: dict[str, str] = fld("MQM-lite error category -> severity (minor, major)")
+    correction: Correction | None = optional("the corrected translation, when the annotator typed one")
+    updated: str = fld("UTC time of the last change (ISO 8601)")
+
+
+@dataclass(kw_only=True)
+class ReviewItem:
+    """One reviewed (source, translation) pair."""
+
+    field: str = fld("queries or corpus")
+    id: str = fld("query or document ID")
+    stratum: str = fld("how it was drawn: queries, documents (random of each field), worst (by automatic QE), random")
+    ratings: list[Rating] = fld("every annotator's rating")
+    adequacy: float | None = optional("mean adequacy over the annotators")
+    fluency: float | None = optional("mean fluency over the annotators")
+    acceptable: bool | None = optional("whether the item meets the acceptability rule (null when unrated)")
+    scores: dict[str, float | None] = optional("the automatic quality scores of the row when it was drawn",
+                                               default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Agreement:
+    """Inter-annotator agreement on one scale."""
+
+    alpha: float | None = fld("Krippendorff's alpha, ordinal (null with fewer than two raters on any item)")
+    level: str = fld("level of measurement ('ordinal')")
+    items: int = fld("items rated by at least two annotators")
+    ratings: int = fld("ratings on those items")
+
+
+@dataclass(kw_only=True)
+class Share:
+    """A proportion with its confidence interval."""
+
+    items: int = fld("items counted")
+    acceptable: int = fld("of them acceptable")
+    share: float | None = fld("acceptable / items (null without items)")
+    ci_low: float | None = fld("lower bound of the confidence interval")
+    ci_high: float | None = fld("upper bound of the confidence interval")
+
+
+@dataclass(kw_only=True)
+class Acceptability:
+    """The share of acceptable translations."""
+
+    rule: str = fld("when an item is acceptable")
+    interval: str = fld("how the confidence interval is computed")
+    confidence: float = fld("confidence level of the interval")
+    estimate: Share = fld("over the items drawn at random (every stratum but 'worst'): an estimate for the dataset")
+    per_stratum: dict[str, Share] = fld("per stratum, 'worst' included")
+
+
+@dataclass(kw_only=True)
+class Correlation:
+    """How an automatic score ranks items against the annotators."""
+
+    spearman: float | None = fld("Spearman's rho between the score and mean adequacy (null when undefined)")
+    p_value: float | None = fld("two-sided p-value of rho (scipy.stats.spearmanr)")
+    n: int = fld("items with both the score and a rating")
+
+
+@dataclass(kw_only=True)
+class SampleInfo:
+    size: int = fld("items drawn")
+    seed: int = fld("seed of the draw")
+    strata: dict[str, int] = fld("items per stratum")
+    quality_report: str | None = fld("the quality.json whose scores ranked the 'worst' stratum, null when none")
+
+
+@dataclass(kw_only=True)
+class ReviewDocument(Artifact):
+    """``review.json``: native speakers' verdicts on a sample of a translation, and what they show."""
+
+    SCHEMA = SCHEMA
+    KIND = "review"
+
+    @staticmethod
+    def path_in(dataset_root: Path | str) -> Path:
+        """Where ``beirx review export`` writes the review of a translated dataset by default."""
+        return Path(dataset_root) / FOLDER / FILENAME
+
+    schema_version: str = fld("format identifier", default=SCHEMA)
+    dataset: DatasetSide = fld("the translation reviewed (its checksum when the sample was drawn)")
+    source_lang: str = fld("language of the source, ISO 639-1")
+    sample: SampleInfo = fld("how the items were drawn")
+    annotators: list[str] = fld("every annotator who rated something")
+    items: list[ReviewItem] = fld("every item of the sample, rated or not")
+    agreement: dict[str, Agreement] = fld("per scale (adequacy, fluency)")
+    acceptable: Acceptability = fld("the share of acceptable translations")
+    correlations: dict[str, Correlation] = fld("per automatic quality score, against mean adequacy")
+    versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
+    created: str = fld("UTC time the document was written (ISO 8601)", default_factory=utc_now)
+
+    @property
+    def rated_items(self) -> int:
+        """Items with at least one rating."""
+        return sum(1 for item in self.items if item.ratings)
+
+    def find(self, field: str, item_id: str) -> ReviewItem | None:
+        return next((i for i in self.items if i.field == field and i.id == item_id), None)
+
+    def summary(self) -> dict[str, Any]:
+        """Headline figures for cards and task metadata."""
+        estimate = self.acceptable.estimate
+        return {"reviewed items": self.rated_items, "annotators": len(self.annotators),
+                "Krippendorff's alpha (adequacy, ordinal)": self.agreement["adequacy"].alpha
+                if "adequacy" in self.agreement else None,
+                "acceptable share": estimate.share, "acceptable 95% CI low": estimate.ci_low,
+                "acceptable 95% CI high": estimate.ci_high}

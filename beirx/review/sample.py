@@ -1,0 +1,118 @@
+"""Draw the items a review rates: a stratified, seeded sample of (source, translation) pairs.
+
+Four strata, filled in this order and never twice with one item:
+
+- ``worst``: the rows the automatic quality methods rank worst (most flags, then the lowest scores; from
+  ``quality.json``, both fields together), so reviewers see what the machine suspects;
+- ``queries`` and ``documents``: uniform random draws from each field, so both are judged however unequal
+  their sizes (a corpus has thousands of documents per query);
+- ``random``: uniform over every row of both fields: with the other random strata, an unbiased picture.
+
+Shares: a quarter each (a third each of the random strata without a quality report); a stratum that
+runs out passes its rest on to ``random``. Random draws are reservoir samples (Vitter, 1985, Algorithm R)
+over the streamed files with a seeded generator, so memory stays bounded by the sample, not the corpus, and
+the same seed gives the same sample.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+
+from beirx.artifacts.quality import QualityReport
+from beirx.data.dataset import BeirDataset
+from beirx.errors import BeirxError
+from beirx.review.store import Item
+
+log = logging.getLogger(__name__)
+
+STRATA = ("worst", "queries", "documents", "random")
+FIELD_OF = {"queries": "queries", "documents": "corpus"}
+
+
+def _keys(dataset: BeirDataset, field: str) -> Iterator[str]:
+    """IDs of a field, streamed (the translated side's: it is what is reviewed)."""
+    if field == "queries":
+        yield from (q.id for q in dataset.queries.values())
+    else:
+        yield from (d.id for d in dataset.iter_corpus())
+
+
+def _reservoir(keys: Iterator[tuple[str, str]], k: int, rng: random.Random, skip: set) -> list[tuple[str, str]]:
+    """``k`` keys drawn uniformly from the stream (Algorithm R), leaving out ``skip``."""
+    chosen: list[tuple[str, str]] = []
+    seen = 0
+    for key in keys:
+        if key in skip:
+            continue
+        seen += 1
+        if len(chosen) < k:
+            chosen.append(key)
+        else:
+            j = rng.randrange(seen)
+            if j < k:
+                chosen[j] = key
+    return sorted(chosen)  # the stream order is the file order; sorting makes the order independent of it
+
+
+def quotas(size: int, with_worst: bool) -> dict[str, int]:
+    strata = STRATA if with_worst else STRATA[1:]
+    share = size // len(strata)
+    out = {s: share for s in strata}
+    out["random"] += size - share * len(strata)
+    return {s: out.get(s, 0) for s in STRATA}
+
+
+def draw(source: BeirDataset, translated: BeirDataset, size: int, seed: int,
+         quality: QualityReport | None = None) -> list[Item]:
+    """``size`` items (fewer when the dataset is smaller) in stratum order, with texts and QE scores."""
+    if size < 1:
+        raise BeirxError(f"the sample needs at least one item, got {size}")
+    want = quotas(size, quality is not None)
+    picked: dict[tuple[str, str], str] = {}
+    if quality is not None:
+        badness = {(f, i): value for f in ("queries", "corpus") if f in quality.fields
+                   for i, value in quality.badness(f).items()}
+        for key in sorted(badness, key=lambda k: (badness[k], k))[:want["worst"]]:
+            picked[key] = "worst"
+    rng = random.Random(seed)
+    carry = want["worst"] - len(picked)
+    for stratum in ("queries", "documents"):
+        field = FIELD_OF[stratum]
+        drawn = _reservoir(((field, i) for i in _keys(translated, field)), want[stratum], rng, set(picked))
+        carry += want[stratum] - len(drawn)
+        picked.update((key, stratum) for key in drawn)
+    everything = ((f, i) for f in ("queries", "corpus") for i in _keys(translated, f))
+    picked.update((key, "random") for key in _reservoir(everything, want["random"] + carry, rng, set(picked)))
+    if len(picked) < size:
+        log.info("the translation has only %d items to review; the sample has them all", len(picked))
+    return _with_texts(source, translated, picked, quality)
+
+
+def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple[str, str], str],
+                quality: QualityReport | None) -> list[Item]:
+    """Items in stratum order (then field, ID) with both texts, read in one streaming pass per file."""
+    texts: dict[tuple[str, str], dict[str, str]] = {key: {} for key in picked}
+    for side, dataset in (("source", source), ("translation", translated)):
+        for qid, query in dataset.queries.items():
+            if ("queries", qid) in texts:
+                texts[("queries", qid)][side] = query.text
+        for doc in dataset.iter_corpus():
+            if ("corpus", doc.id) in texts:
+                texts[("corpus", doc.id)][side] = doc.joined()
+                if side == "translation":
+                    texts[("corpus", doc.id)]["title"] = doc.title
+    unmatched = [key for key in picked if "translation" not in texts[key] or not texts[key].get("source", "").strip()]
+    if unmatched:
+        log.warning("%d sampled items are missing from one side or have no source text (e.g. %s %s); they are left "
+                    "out", len(unmatched), *unmatched[0])
+    order = sorted((k for k in picked if k not in unmatched), key=lambda k: (STRATA.index(picked[k]), k))
+    items = []
+    for position, (field, item_id) in enumerate(order, 1):
+        rows = quality.fields[field].rows if quality is not None and field in quality.fields else {}
+        scores = {score: values[item_id] for score, values in rows.items() if item_id in values}
+        found = texts[(field, item_id)]
+        items.append(Item(position, field, item_id, picked[(field, item_id)], found["source"], found["translation"],
+                          found.get("title", ""), scores))
+    return items
