@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from beirx.argtypes import output_dir, positive_int
+from beirx.publish import verification
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--results", type=Path, default=Path("mteb-results"),
                       help="MTEB results folder for --evaluate (default ./mteb-results)")
     task.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size for --evaluate")
+    verification.add_arguments(task.add_argument_group("sample_creation (machine-translated and verified)"))
 
     res = sub.add_parser("results", help="convert beirx results JSON files to MTEB's results format",
                          description="Write {model}/{revision}/{task}.json files that mteb.TaskResult loads.")
@@ -44,14 +46,15 @@ def _task(args) -> int:
     from beirx.publish.mteb_task import build_spec, hub_revision, local_task, mteb_encoder, write_task_file
 
     dataset = resolve_dataset(args.path, lang=args.lang)
-    cls, spec = local_task(dataset, args.export_dir, args.name)
+    thresholds = {"min_review_items": args.min_review_items, "min_review_alpha": args.min_review_alpha}
+    cls, spec = local_task(dataset, args.export_dir, args.name, **thresholds)
     print(f"task {spec.name}: {spec.eval_langs[0]}, splits {', '.join(spec.eval_splits)}, "
           f"ignore_identical_ids={spec.ignore_identical_ids}, sample_creation={spec.sample_creation}")
     print(f"local data: {spec.dataset_path} (revision {spec.dataset_revision})")
     if args.repo:
         revision = args.revision or hub_revision(args.repo, args.endpoint)
         file_spec = build_spec(dataset, dataset_path=args.repo, dataset_revision=revision, name=spec.name,
-                               reference=f"https://huggingface.co/datasets/{args.repo}")
+                               reference=f"https://huggingface.co/datasets/{args.repo}", **thresholds)
     else:
         file_spec = spec
     output = args.output or Path(f"{re.sub(r'[^0-9A-Za-z]+', '_', spec.name).lower()}.py")

@@ -12,6 +12,7 @@ from pathlib import Path
 from beirx.argtypes import output_dir
 from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
+from beirx.publish import verification
 from beirx.redact import redact_url
 
 
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         description="Export corpus/queries/qrels as parquet configs with a dataset card, then push.")
     ds.add_argument("path", metavar="DATASET", help="BEIR folder, catalogue name or hf:ORG/NAME")
     ds.add_argument("--lang", default="en", help="the dataset's language (ISO 639-1, default en)")
+    verification.add_arguments(ds.add_argument_group("sample_creation (machine-translated and verified)"))
     ds.add_argument("--output", type=output_dir, default=None,
                     help="export folder (default: $BEIRX_HOME/hub/exports/ORG/NAME)")
 
@@ -56,7 +58,8 @@ def _dataset(args) -> int:
 
     dataset = resolve_dataset(args.path, lang=args.lang)
     out = args.output or confined(cache_dir("hub") / "exports", *args.repo.split("/"))
-    export_dataset(dataset, out, repo_id=args.repo)
+    export_dataset(dataset, out, repo_id=args.repo, min_review_items=args.min_review_items,
+                   min_review_alpha=args.min_review_alpha)
     files = local_files(out)
     print(f"exported {dataset.name} ({dataset.lang}) to {out}: {len(files)} files")
     if args.dry_run:

@@ -144,6 +144,8 @@ def render_dataset_card(info: dict[str, Any]) -> str:
             "model": prov.get("model"),
             "model_revision": prov.get("model_revision"),
             "quality": info.get("quality") or None,
+            "sample_creation": info["verification"].sample_creation,
+            "review": info["verification"].figures or None,
             "ignore_identical_ids": info.get("ignore_identical_ids"),
             "eval_split": info["eval_split"],
             "beirx_version": info["beirx_version"],
@@ -182,6 +184,14 @@ def render_dataset_card(info: dict[str, Any]) -> str:
         quality_section = "No quality report was found beside this translation (`beirx quality` writes one)."
     else:
         quality_section = "Not applicable: this dataset is not machine-translated."
+    verified = info["verification"]
+    verification_section = f"MTEB `sample_creation`: **{verified.sample_creation}** ({verified.reason})."
+    if verified.figures:
+        verification_section += "\n\n" + "\n".join([_table_row("measure", "value"), _table_row("---", "---:")]
+                                                     + [_table_row(k, f"{v:.4g}" if isinstance(v, float) else v)
+                                                        for k, v in verified.figures.items()])
+        verification_section += "\n\nFrom `beirx review export` (native speakers' ratings of a stratified sample), kept " \
+                                "in `provenance/review/`." if "reviewed items" in verified.figures else ""
     if license_name:
         license_text = f"Inherited from the source dataset: {license_name}."
     else:
@@ -197,6 +207,7 @@ def render_dataset_card(info: dict[str, Any]) -> str:
         lang=info["lang"],
         provenance_list="\n".join(provenance),
         quality_section=quality_section,
+        verification_section=verification_section,
         license_text=license_text,
         citations=citations(),
     )

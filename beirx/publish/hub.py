@@ -30,13 +30,14 @@ from typing import Any
 
 from beirx import __version__
 from beirx.artifacts.quality import QualityReport
+from beirx.artifacts.review import ReviewDocument
 from beirx.atomic import atomic_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError, require
 from beirx.network import hub_call, is_network_error
-from beirx.publish import cards
+from beirx.publish import cards, verification
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +130,9 @@ def _catalogue_info(name: str):
 
 
 def card_info(dataset: BeirDataset, *, repo_id: str, configs: list[dict[str, Any]],
-              rows: dict[tuple[str, str], int], eval_split: str) -> dict[str, Any]:
-    """Everything the dataset card shows: names, licence, provenance, quality, file table."""
+              rows: dict[tuple[str, str], int], eval_split: str, min_review_items: int = verification.MIN_ITEMS,
+              min_review_alpha: float = verification.MIN_ALPHA) -> dict[str, Any]:
+    """Everything the dataset card shows: names, licence, provenance, quality, verification, file table."""
     from beirx.language_packs import get_pack
 
     manifest = cards.read_manifest(dataset.root)
@@ -161,6 +163,8 @@ def card_info(dataset: BeirDataset, *, repo_id: str, configs: list[dict[str, Any
         "eval_split": eval_split,
         "provenance": prov,
         "quality": cards.read_quality(dataset.root),
+        "verification": verification.verification(dataset.root, dataset.checksum(), translated, min_review_items,
+                                                  min_review_alpha),
         "configs": configs,
         "rows": rows,
         "beirx_version": __version__,
@@ -173,7 +177,8 @@ def _is_previous_export(folder: Path) -> bool:
 
 
 def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | None = None,
-                   shard_rows: int = CORPUS_SHARD_ROWS) -> Path:
+                   shard_rows: int = CORPUS_SHARD_ROWS, min_review_items: int = verification.MIN_ITEMS,
+                   min_review_alpha: float = verification.MIN_ALPHA) -> Path:
     """Write ``dataset`` to ``out_dir`` in the Hub layout described in the module docstring.
 
     The folder is built beside ``out_dir`` and renamed into place only when complete. An existing
@@ -211,7 +216,12 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
         quality_dir = QualityReport.path_in(dataset.root).parent
         if quality_dir.is_dir():
             shutil.copytree(quality_dir, tmp / "provenance" / quality_dir.name)
-        info = card_info(dataset, repo_id=repo_id, configs=configs, rows=rows, eval_split=eval_split)
+        review = ReviewDocument.path_in(dataset.root)
+        if review.is_file():  # the ratings' summary; the review database (with its secret) stays home
+            (tmp / "provenance" / review.parent.name).mkdir(parents=True)
+            shutil.copy2(review, tmp / "provenance" / review.parent.name / review.name)
+        info = card_info(dataset, repo_id=repo_id, configs=configs, rows=rows, eval_split=eval_split,
+                         min_review_items=min_review_items, min_review_alpha=min_review_alpha)
         (tmp / "README.md").write_text(cards.render_dataset_card(info), encoding="utf-8")
     log.info("exported %s (%s): %d documents, %d queries, qrels %s -> %s", dataset.name, dataset.lang, n_docs,
              n_queries, ", ".join(splits), out_dir)

@@ -3,8 +3,9 @@
 The metadata of a translated dataset starts from the English MTEB task it was adapted from (description,
 reference, domains, sub-types, annotators, date, prompt, citation — ``mteb.get_task(...).metadata``) and
 changes what translation changes: the name (``SciFact`` -> ``SciFact-PL``), the language
-(``pack.mteb_code``, e.g. ``pol-Latn``), ``sample_creation="machine-translated"``, ``adapted_from``, the
-dataset path and revision, and the citation (BEIR and BEIR-PL added). ``ignore_identical_ids`` is a
+(``pack.mteb_code``, e.g. ``pol-Latn``), ``sample_creation`` (decided from the review and quality evidence:
+:mod:`beirx.publish.verification`), ``adapted_from``, the dataset path and revision, and the citation (BEIR
+and BEIR-PL added). ``ignore_identical_ids`` is a
 class attribute in mteb 2.x (``AbsTaskRetrieval.ignore_identical_ids``) and comes from beirx's
 catalogue, which follows MTEB's per-task setting.
 
@@ -33,7 +34,7 @@ from beirx.atomic import atomic_writer
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, require
 from beirx.network import hub_call
-from beirx.publish import cards
+from beirx.publish import cards, verification
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,8 @@ def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]
 
 
 def build_spec(dataset: BeirDataset, *, dataset_path: str, dataset_revision: str, name: str | None = None,
-               reference: str | None = None) -> TaskSpec:
+               reference: str | None = None, min_review_items: int = verification.MIN_ITEMS,
+               min_review_alpha: float = verification.MIN_ALPHA) -> TaskSpec:
     """The task metadata for ``dataset`` stored at ``dataset_path``@``dataset_revision`` (see module doc)."""
     _mteb()
     from beirx.data import catalogue
@@ -187,7 +189,8 @@ def build_spec(dataset: BeirDataset, *, dataset_path: str, dataset_revision: str
         task_subtypes=list(meta.task_subtypes) if meta is not None and meta.task_subtypes else None,
         license=_license(license_id),
         annotations_creators=meta.annotations_creators if meta is not None else "derived",
-        sample_creation="machine-translated" if translated else "found",
+        sample_creation=verification.verification(dataset.root, dataset.checksum(), translated, min_review_items,
+                                                  min_review_alpha).sample_creation,
         bibtex_citation=bibtex,
         adapted_from=[meta.name if meta is not None else title] if translated else None,
         prompt=dict(meta.prompt) if meta is not None and isinstance(meta.prompt, dict) else (
@@ -362,8 +365,9 @@ def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
     return sha
 
 
-def local_task(dataset, export_dir: Path | None = None, name: str | None = None):
-    """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class."""
+def local_task(dataset, export_dir: Path | None = None, name: str | None = None, **thresholds):
+    """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class.
+    ``thresholds``: ``min_review_items``/``min_review_alpha`` of :mod:`beirx.publish.verification`."""
     from beirx.data.cache import cache_dir
     from beirx.data.front_matter import read_front_matter
     from beirx.publish.hub import export_dataset
@@ -375,9 +379,9 @@ def local_task(dataset, export_dir: Path | None = None, name: str | None = None)
                                                        f"{dataset.lang}-{checksum[:12]}"
     exported = (read_front_matter(folder / "README.md").get("beirx") or {}).get("checksum")
     if exported != dataset.checksum():
-        export_dataset(dataset, folder)
+        export_dataset(dataset, folder, **thresholds)
     spec = build_spec(dataset, dataset_path=str(folder), dataset_revision=local_revision(dataset.checksum()),
-                      name=name)
+                      name=name, **thresholds)
     cls = build_task_class(spec)
     register_task(cls)
     return cls, spec

@@ -1,0 +1,83 @@
+"""MTEB's ``sample_creation`` for a dataset, decided from the evidence beside it.
+
+MTEB records how a task's samples were made and asks that machine translations be checked; the values
+beirx can claim are:
+
+- ``machine-translated and verified``: a human review (``review/review.json``, ``beirx review export``) rated
+  at least ``min_items`` items (default 100, as BEIR-PL checked 100 by hand) and its annotators agree:
+  Krippendorff's alpha on adequacy at least ``min_alpha`` (default 0.667, the lowest Krippendorff (2004)
+  accepts for tentative conclusions). The review must be of this data, or its corrections have been
+  applied to it (``translation.json`` records them);
+- ``machine-translated and LM verified``: no such review, but an LLM judge scored the translation
+  (``quality/quality.json`` has the ``judge`` method);
+- ``machine-translated`` otherwise; ``found`` for a dataset that is not a translation.
+
+The reason and the figures go into the dataset card, so a reader sees why the label was given.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.quality import QualityReport
+from beirx.artifacts.review import ReviewDocument
+
+MIN_ITEMS = 100
+MIN_ALPHA = 0.667
+VERIFIED = "machine-translated and verified"
+LM_VERIFIED = "machine-translated and LM verified"
+MACHINE = "machine-translated"
+
+
+@dataclass(frozen=True)
+class Verification:
+    sample_creation: str
+    reason: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    """The thresholds, for every command that states sample_creation (publish, mteb task)."""
+    group.add_argument("--min-review-items", type=int, default=MIN_ITEMS, metavar="N",
+                       help=f"a human review counts as verification from N rated items (default {MIN_ITEMS})")
+    group.add_argument("--min-review-alpha", type=float, default=MIN_ALPHA, metavar="A",
+                       help=f"... and Krippendorff's alpha (adequacy) of at least A (default {MIN_ALPHA})")
+
+
+def verification(root: Path | str, checksum: str, translated: bool, min_items: int = MIN_ITEMS,
+                 min_alpha: float = MIN_ALPHA) -> Verification:
+    """The label for the dataset in ``root`` whose data checksum is ``checksum``."""
+    if not translated:
+        return Verification("found", "not a machine translation")
+    review = ReviewDocument.load_optional(ReviewDocument.path_in(root), "not counting it as verification")
+    notes: list[str] = []
+    figures: dict[str, Any] = {}
+    if review is not None:
+        figures.update((k, v) for k, v in review.summary().items() if v is not None)
+        alpha = review.agreement["adequacy"].alpha if "adequacy" in review.agreement else None
+        manifest = TranslationManifest.load_optional(TranslationManifest.path_in(root))
+        current = review.dataset.checksum == checksum or (manifest is not None and manifest.corrections is not None)
+        if not current:
+            notes.append("the human review is of another version of the data")
+        elif review.rated_items < min_items:
+            notes.append(f"the human review rated {review.rated_items} items, fewer than {min_items}")
+        elif alpha is None or alpha < min_alpha:
+            notes.append(f"the annotators' agreement (Krippendorff's alpha {_fmt(alpha)}) is below {min_alpha}")
+        else:
+            return Verification(VERIFIED, f"{review.rated_items} items rated by {len(review.annotators)} native "
+                                          f"speakers, Krippendorff's alpha {alpha:.3f} (at least {min_items} items "
+                                          f"and alpha {min_alpha} required)", figures)
+    quality = QualityReport.load_optional(QualityReport.path_in(root), "not counting it as verification")
+    if quality is not None and "judge" in quality.methods:
+        judged = sum(f.methods["judge"].scored for f in quality.fields.values() if "judge" in f.methods)
+        notes.append(f"an LLM judge scored {judged} translations")
+        return Verification(LM_VERIFIED, "; ".join(notes), {**figures, "LLM-judged items": judged})
+    return Verification(MACHINE, "; ".join(notes) or "no human review or LLM judge on record", figures)
+
+
+def _fmt(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
