@@ -3,11 +3,15 @@ Apertium, 20 of them damaged on purpose (4 each: truncated, left in English, a n
 dropped, the wrong language: Apertium's Catalan), then ``beirx quality`` with every method; for each method,
 precision and recall of its flags against the 20 damaged rows, and the precision of its 20 worst rows.
 
-    BEIRX_TEST_E5=/path/to/e5-small python benchmarks/quality_damage.py [--rows 200] [--judge-url URL --judge-model M]
+    BEIRX_TEST_E5=/path/to/e5-small python benchmarks/quality_damage.py [--rows 200] [--fake-judge]
+                                                                         [--judge-url URL --judge-model M]
 
-Needs Apertium (``apertium-eng-spa``, ``apertium-eng-cat``) and ``../shared`` (SciFact). The judge runs when an
-OpenAI-compatible endpoint is given (``--judge-url``; ``--fake-judge`` starts the tests' fake server with a
-responder that reads the damage like a careful annotator would, which measures the plumbing, not an LLM).
+Needs Apertium (``apertium-eng-spa``, ``apertium-eng-cat``) and ``../shared`` (SciFact). The LLM judge runs
+against any OpenAI-compatible endpoint (``--judge-url``), or with ``--fake-judge`` against the tests' fake
+server (tests/fake_openai.py) answering as a *simulated* judge whose mistakes are injected at known rates
+(it misses 15% of the damaged rows, raises a false alarm on 3% of the clean ones, and 10% of its first answers
+are not JSON): its row measures that the judge's verdicts reach the flags intact through parsing and retries
+(the expected counts are printed beside), not how well any LLM judges.
 """
 
 from __future__ import annotations
@@ -94,7 +98,39 @@ def build(work: Path, rows: int, seed: int) -> tuple[Path, Path, dict[str, str]]
                                                   encoding="utf-8")
         return root
 
-    return write("en", english), write("es", translated), {docs[i]["_id"]: k for i, k in damaged.items()}
+    truth = {docs[i]["_id"]: k for i, k in damaged.items()}
+    (work / "damaged.json").write_text(json.dumps(truth, indent=1), encoding="utf-8")  # for benchmarks/review_demo.py
+    return write("en", english), write("es", translated), truth
+
+
+SIMULATED = {"miss": 0.15, "false_alarm": 0.03, "malformed": 0.10}
+
+
+def _draw(text: str, what: str) -> float:
+    """A fixed pseudo-random number in [0, 1) per (text, purpose): the same answer on every run."""
+    import hashlib
+
+    return int(hashlib.sha256(f"{what}\x1f{text}".encode()).hexdigest()[:12], 16) / 16 ** 12
+
+
+def simulated_judge(damaged_texts: set[str]):
+    """A responder for the fake server: a judge that knows which translations were damaged, with injected
+    mistakes (:data:`SIMULATED`); returns it and the verdicts it will give (text -> flagged?)."""
+    def verdict(text: str) -> bool:
+        chance = _draw(text, "verdict")
+        return chance >= SIMULATED["miss"] if text in damaged_texts else chance < SIMULATED["false_alarm"]
+
+    def respond(call) -> str:
+        user = next(m["content"] for m in call.body["messages"] if m["role"] == "user")
+        text = re.search(r"<translation>\n(.*?)\n</translation>", user, re.S).group(1)
+        if len(call.body["messages"]) == 2 and _draw(text, "malformed") < SIMULATED["malformed"]:
+            return "The translation reads well overall, with a few issues."
+        if verdict(text):
+            return json.dumps({"errors": [{"span": text[:20], "category": "accuracy/omission", "severity": "major"}],
+                               "score": 35})
+        return json.dumps({"errors": [], "score": 90})
+
+    return respond, verdict
 
 
 def method_flags(report, methods: dict) -> dict[str, set[str]]:
@@ -126,6 +162,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judge-url", help="OpenAI-compatible endpoint for the LLM judge")
     parser.add_argument("--judge-model", default="judge")
+    parser.add_argument("--fake-judge", action="store_true", help="a simulated judge on the tests' fake server")
     parser.add_argument("--keep", type=Path, help="keep the datasets and report in this folder")
     args = parser.parse_args()
 
@@ -142,12 +179,28 @@ def main() -> None:
     print(f"{args.rows} SciFact documents, Apertium en->es; damaged: {len(damaged)} "
           f"({', '.join(f'{k} {sum(v == k for v in damaged.values())}' for k in DAMAGES)}); data in {work}")
     methods = [Checks(), EmbeddingSimilarity(), RoundTrip(TRANSLATORS.get("apertium")("es", "en"), sample=None)]
+    fake, expected = None, None
+    if args.fake_judge:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from fake_openai import FakeOpenAI
+
+        texts = {json.loads(line)["_id"]: json.loads(line)["text"]
+                 for line in (translated / "corpus.jsonl").open(encoding="utf-8")}
+        responder, verdict = simulated_judge({texts[i] for i in damaged})
+        fake = FakeOpenAI(responder=responder, model=args.judge_model).start()
+        args.judge_url = fake.url
+        expected = {i for i, text in texts.items() if verdict(text)}
     if args.judge_url:
         from beirx.translate.quality.judge import LLMJudge
 
-        methods.append(LLMJudge(args.judge_model, base_url=args.judge_url))
-    report = run_quality(BeirDataset(source), BeirDataset(translated), work / "report", src_lang="en", tgt_lang="es",
-                         methods=methods, encoder=str(args.e5), fields=("corpus",), show_progress=False)
+        methods.append(LLMJudge(args.judge_model, base_url=args.judge_url, sample=None, use_cache=False))
+    try:
+        report = run_quality(BeirDataset(source), BeirDataset(translated), work / "report", src_lang="en",
+                             tgt_lang="es", methods=methods, encoder=str(args.e5), fields=("corpus",),
+                             show_progress=False)
+    finally:
+        if fake is not None:
+            fake.stop()
     truth = set(damaged)
     print(f"\nflags against the {len(truth)} damaged rows (robust-z outliers for the score methods, rules for checks)\n")
     print(f"| method | flagged | of them damaged | precision | recall | caught ({', '.join(DAMAGES)}) |")
@@ -157,6 +210,12 @@ def main() -> None:
         precision = f"{len(hit) / len(found):.2f}" if found else "–"
         caught = ", ".join(str(sum(damaged[i] == k for i in hit)) for k in DAMAGES)
         print(f"| {name} | {len(found)} | {len(hit)} | {precision} | {len(hit) / len(truth):.2f} | {caught} |")
+    if expected is not None:
+        judge = report.fields["corpus"].methods["judge"].summary
+        print(f"\nsimulated judge: injected verdicts flag {len(expected)} rows, {len(expected & truth)} of them damaged "
+              f"(expected precision {len(expected & truth) / len(expected):.2f}, recall "
+              f"{len(expected & truth) / len(truth):.2f}); {judge['answers_asked_again']} first answers were not JSON "
+              f"and were asked again; {judge['malformed']} stayed malformed; {judge['usage']['requests']} requests")
     print(f"\nthe {len(truth)} worst rows of each score (no threshold): precision = recall at k={len(truth)}\n")
     print(f"| score | damaged among the {len(truth)} worst | caught ({', '.join(DAMAGES)}) |")
     print("|---|---:|---|")

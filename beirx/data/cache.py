@@ -22,7 +22,7 @@ from beirx.errors import BeirxError
 
 HOME_ENV = "BEIRX_HOME"
 KINDS = ("downloads", "datasets", "indexes", "embeddings", "runs", "translation_memory", "generated_queries", "ct2",
-         "hub", "onnx")
+         "hub", "onnx", "judgements")
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _LANG = re.compile(r"^[A-Za-z]{2,3}(?:_[A-Za-z0-9]{2,8})?$")  # pl, de, pt_BR, zh_Hant

@@ -15,6 +15,7 @@ QUALITY_METHODS = Registry("quality method", {
     "similarity": "beirx.translate.quality.embedding:EmbeddingSimilarity",
     "roundtrip": "beirx.translate.quality.roundtrip:RoundTrip",
     "comet": "beirx.translate.quality.comet:Comet",
+    "judge": "beirx.translate.quality.judge:LLMJudge",
 })
 
 from beirx.translate.quality.run import report_dir, run_quality  # noqa: E402  (the stage's entry points)

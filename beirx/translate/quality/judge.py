@@ -1,0 +1,248 @@
+"""The ``judge`` quality method: an LLM reads each source and translation and annotates the errors
+(``--judge openai --judge-model M``: any OpenAI-compatible server, through beirx's shared LLM client).
+
+The prompt (``judge_prompts.toml``, versioned, its SHA-256 recorded; ``--judge-prompt-file`` overrides it)
+asks for GEMBA-MQM-style error spans with a category and a severity (Kocmi & Federmann, 2023) and a 0-100
+direct assessment (GEMBA-DA, Kocmi & Federmann, 2023, "Large Language Models Are State-of-the-Art Evaluators
+of Translation Quality") in one JSON answer: one request per row instead of GEMBA's two. Per row:
+
+- ``judge_mqm``: the MQM score of the annotated errors (:mod:`beirx.translate.quality.mqm`), -25 to 0;
+- ``judge_da``: the direct assessment, 0-100.
+
+Flags: ``judge_major_error`` (a critical or major error annotated) and ``judge_low_score`` (direct assessment
+below ``--judge-min-score``, default 50: less than half the meaning).
+
+An answer that is not a valid judgement (no JSON, a score outside 0-100, an unknown severity, cut off by the
+token limit, a refusal) is sent again with the reason quoted back (``--judge-retries``, default 2); one still
+malformed is recorded as missing (``null`` in the rows, counted in the field summary with examples), never
+guessed. A request the server refuses is missing too; a dead server (the client's circuit breaker) or the
+spending cap stops the run. Valid judgements are cached in ``$BEIRX_HOME/judgements`` per (model, server,
+prompt, languages, texts), committed as they arrive, so a killed run resumes and a rerun asks nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from beirx.argtypes import count_or_all, non_negative_float, non_negative_int, positive_float, positive_int
+from beirx.cache_integrity import WriteTransaction, open_shared_cache
+from beirx.data.cache import cache_dir
+from beirx.errors import BeirxError
+from beirx.progress import progress, skip
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("openai",)
+DEFAULT_SAMPLE = 200
+CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
+MAX_EXAMPLES = 5
+KINDS = {"queries": "search query", "corpus": "document"}
+
+
+class JudgeCache:
+    """Valid judgements by key (SQLite shared by concurrent runs, like the translation memory)."""
+
+    def __init__(self, path: Path):
+        self._conn = open_shared_cache(path, "judgement cache")
+        with WriteTransaction(self._conn):
+            self._conn.execute("CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+
+    def get(self, keys: list[str]) -> dict[str, Judgement]:
+        found = {}
+        for start in range(0, len(keys), 500):
+            part = keys[start:start + 500]
+            rows = self._conn.execute(f"SELECT key, answer FROM judgements WHERE key IN ({','.join('?' * len(part))})",
+                                      part)
+            found.update((key, parse(answer)) for key, answer in rows)
+        return found
+
+    def put(self, items: dict[str, Judgement]) -> None:
+        with WriteTransaction(self._conn):
+            self._conn.executemany("INSERT OR REPLACE INTO judgements VALUES (?, ?)",
+                                   [(k, json.dumps(j.to_json(), ensure_ascii=False)) for k, j in items.items()])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class LLMJudge(QualityMethod):
+    name = "judge"
+    scores = (Score("judge_mqm", "MQM score of the errors an LLM judge annotated (critical 25, major 5, minor 1, "
+                                 "capped, negated)", scale=(-float(CAP), 0.0)),
+              Score("judge_da", "an LLM judge's direct assessment, 0-100", scale=(0.0, 100.0)))
+    flags = {"judge_major_error": "the LLM judge annotated a critical or major error",
+             "judge_low_score": "the LLM judge's direct assessment is below --judge-min-score"}
+
+    def __init__(self, model: str, *, base_url: str | None = None, sample: int | None = DEFAULT_SAMPLE,
+                 retries: int = 2, min_score: float = 50.0, max_tokens: int = 512, concurrency: int = 8,
+                 timeout: float = 120.0, prompt_file: Path | None = None, max_cost: float | None = None,
+                 price_in: float = 0.0, price_out: float = 0.0, use_cache: bool = True):
+        from beirx.models.llm import Endpoint, Prices, PromptFile
+
+        self.endpoint = Endpoint.resolve(model, base_url, concurrency=concurrency, timeout=timeout)
+        self.prompts = PromptFile.load("beirx.translate.quality", "judge_prompts.toml", prompt_file)
+        for key in ("system", "user", "retry"):
+            self.prompts.get(key)  # a prompt file without one fails now, naming it, not mid-run
+        self.sample, self.retries, self.min_score, self.max_tokens = sample, retries, min_score, max_tokens
+        self.prices, self.max_cost, self.use_cache = Prices(price_in, price_out), max_cost, use_cache
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--judge", choices=BACKENDS, help="score translations with an LLM judge through an "
+                                                             "OpenAI-compatible server (GEMBA-MQM errors and a 0-100 score)")
+        group.add_argument("--judge-model", metavar="M", help="the judge's model, as the server names it")
+        group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
+                                                                   "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
+        group.add_argument("--judge-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
+                           help=f"rows per field to judge: a seeded sample, or all (default {DEFAULT_SAMPLE})")
+        group.add_argument("--judge-retries", type=non_negative_int, default=2,
+                           help="a malformed answer is asked again this many times, then recorded missing (default 2)")
+        group.add_argument("--judge-min-score", type=non_negative_float, default=50.0,
+                           help="flag rows the judge scores below this (0-100, default 50)")
+        group.add_argument("--judge-max-tokens", type=positive_int, default=512, help="answer length limit (default 512)")
+        group.add_argument("--judge-concurrency", type=positive_int, default=8,
+                           help="requests in flight (default 8; 1 for a server that answers one at a time)")
+        group.add_argument("--judge-timeout", type=positive_float, default=120.0,
+                           help="seconds per request attempt (default 120)")
+        group.add_argument("--judge-prompt-file", type=Path,
+                           help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)")
+        group.add_argument("--judge-max-cost", type=non_negative_float, metavar="USD",
+                           help="stop before the judge's spending would exceed this (with --judge-price-in/-out)")
+        group.add_argument("--judge-price-in", type=non_negative_float, default=0.0, metavar="USD",
+                           help="USD per million input tokens")
+        group.add_argument("--judge-price-out", type=non_negative_float, default=0.0, metavar="USD",
+                           help="USD per million output tokens")
+
+    @classmethod
+    def from_args(cls, args, src: str, tgt: str) -> LLMJudge | None:
+        if not args.judge:
+            if args.judge_model:
+                raise BeirxError("--judge-model needs --judge openai")
+            return None
+        if not args.judge_model:
+            raise BeirxError("--judge openai needs --judge-model (the model name the server lists)")
+        return cls(args.judge_model, base_url=args.judge_base_url, sample=args.judge_sample, retries=args.judge_retries,
+                   min_score=args.judge_min_score, max_tokens=args.judge_max_tokens,
+                   concurrency=args.judge_concurrency, timeout=args.judge_timeout, prompt_file=args.judge_prompt_file,
+                   max_cost=args.judge_max_cost, price_in=args.judge_price_in, price_out=args.judge_price_out,
+                   use_cache=not args.no_cache)
+
+    def describe(self, context: QualityContext) -> dict[str, Any]:
+        return {"backend": "openai", **self.endpoint.describe(), **self.prompts.describe(), "retries": self.retries,
+                "max_tokens": self.max_tokens, "min_score": self.min_score, "api": "chat", "temperature": 0.0}
+
+    # -- requests ---------------------------------------------------------------------------------------------
+    def _messages(self, context: QualityContext, kind: str, source: str, translation: str) -> list[dict[str, str]]:
+        from beirx.language_packs import get_pack
+
+        names = {"src_name": get_pack(context.src_lang).name, "tgt_name": get_pack(context.tgt_lang).name}
+        return [{"role": "system", "content": self.prompts.fill("system", **names)},
+                {"role": "user", "content": self.prompts.fill("user", kind=kind, source=source, translation=translation,
+                                                              **names)}]
+
+    def _key(self, context: QualityContext, kind: str, source: str, translation: str) -> str:
+        identity = [self.endpoint.model, self.endpoint.describe()["base_url"], self.prompts.sha256, context.src_lang,
+                    context.tgt_lang, kind, source, translation]
+        return hashlib.sha256("\x1f".join(identity).encode("utf-8")).hexdigest()
+
+    def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
+        from beirx.models.llm import BudgetExceeded, EndpointDown, LLMClient, Request, UsageMeter
+
+        picked = context.sample(pairs, self.sample, "judge")
+        kind = KINDS[pairs.field]
+        conversations = {pairs.ids[i]: self._messages(context, kind, pairs.sources[i], pairs.translations[i])
+                         for i in picked}
+        keys = {pairs.ids[i]: self._key(context, kind, pairs.sources[i], pairs.translations[i]) for i in picked}
+        cache = JudgeCache(cache_dir("judgements") / "judgements.sqlite") if self.use_cache else None
+        judged: dict[str, Judgement] = {}
+        if cache is not None:
+            known = cache.get(list(keys.values()))
+            judged = {item: known[key] for item, key in keys.items() if key in known}
+        meter = UsageMeter(self.prices, self.max_cost)
+        malformed: dict[str, tuple[str, str]] = {}  # id -> (reason, answer) of the last attempt
+        failed: dict[str, str] = {}
+        retried = 0
+        todo = [item for item in conversations if item not in judged]
+        try:
+            with LLMClient(self.endpoint, meter=meter) as llm, \
+                    progress(total=len(picked), desc=f"judge {pairs.field}", unit="row",
+                             enabled=context.show_progress) as bar:
+                skip(bar, len(picked) - len(todo))
+                for start in range(0, len(todo), CHUNK):
+                    chunk = todo[start:start + CHUNK]
+                    fresh: dict[str, Judgement] = {}
+                    pending = {item: list(conversations[item]) for item in chunk}
+                    for attempt in range(self.retries + 1):
+                        if not pending:
+                            break
+                        retried += len(pending) if attempt else 0
+                        items = list(pending)
+                        replies = llm.call_many([Request.chat(pending[i], max_tokens=self.max_tokens) for i in items],
+                                                return_exceptions=True)
+                        pending = {}
+                        for item, reply in zip(items, replies):
+                            if isinstance(reply, (EndpointDown, BudgetExceeded)):
+                                raise reply
+                            if isinstance(reply, BaseException):
+                                failed[item] = str(reply)
+                                malformed.pop(item, None)
+                                continue
+                            try:
+                                fresh[item] = _judgement(reply)
+                                malformed.pop(item, None)
+                            except Malformed as why:
+                                malformed[item] = (str(why), reply.text)
+                                pending[item] = conversations[item] + [
+                                    {"role": "assistant", "content": reply.text},
+                                    {"role": "user", "content": self.prompts.fill("retry", reason=str(why))}]
+                    if cache is not None and fresh:
+                        cache.put({keys[item]: judgement for item, judgement in fresh.items()})
+                    judged.update(fresh)
+                    bar.update(len(chunk))
+        finally:
+            if cache is not None:
+                cache.close()
+        return self._result(picked, pairs, judged, malformed, failed, retried, meter)
+
+    def _result(self, picked: list[int], pairs: FieldPairs, judged: dict[str, Judgement],
+                malformed: dict[str, tuple[str, str]], failed: dict[str, str], retried: int, meter) -> MethodResult:
+        ids = [pairs.ids[i] for i in picked]
+        mqm = {item: judged[item].mqm if item in judged else None for item in ids}
+        da = {item: judged[item].score if item in judged else None for item in ids}
+        result = MethodResult(values={"judge_mqm": mqm, "judge_da": da}, scored=len(judged),
+                              missing=len(ids) - len(judged))
+        for item in ids:
+            judgement = judged.get(item)
+            if judgement is None:
+                continue
+            errors = [e.__dict__ for e in judgement.errors]
+            if judgement.worst_severity() in ("critical", "major"):
+                result.flag(item, "judge_major_error", judge_errors=errors)
+            if judgement.score < self.min_score:
+                result.flag(item, "judge_low_score", judge_errors=errors)
+        if malformed or failed:
+            log.warning("LLM judge, %s: %d of %d rows without a usable judgement (%d malformed after %d retries, "
+                        "%d requests failed)", pairs.field, len(malformed) + len(failed), len(ids), len(malformed),
+                        self.retries, len(failed))
+        result.summary = {
+            "judged": len(judged), "malformed": len(malformed), "request_failures": len(failed),
+            "answers_asked_again": retried, "usage": meter.snapshot(),
+            "malformed_examples": [{"id": item, "reason": reason, "answer": answer[:300]}
+                                   for item, (reason, answer) in list(malformed.items())[:MAX_EXAMPLES]],
+            "failure_examples": [{"id": item, "error": error[:300]} for item, error in list(failed.items())[:MAX_EXAMPLES]]}
+        return result
+
+
+def _judgement(reply) -> Judgement:
+    """The judgement in a reply; a refusal or an answer cut off by the token limit is malformed."""
+    if reply.refusal:
+        raise Malformed(f"the model refused: {reply.refusal[:100]}")
+    if reply.finish_reason == "length":
+        raise Malformed("the answer was cut off by the token limit; answer shorter")
+    return parse(reply.text)
