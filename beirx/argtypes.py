@@ -76,16 +76,6 @@ def count_or_all(text: str) -> int | None:
     return None if text == "all" else positive_int(text)
 
 
-def port_number(text: str) -> int:
-    value = _number(int, text)
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port (1-65535), got {value}")
-    return value
-
-
-def rating(text: str) -> float:
-    """A value on the review's 1-5 rating scales."""
-    value = _number(float, text)
-    if not 1 <= value <= 5:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 5, got {value}")
-    return value
+port_number = _checked(int, lambda v: 1 <= v <= 65535, "a TCP port, between 1 and 65535", "port_number")
+rating = _checked(float, lambda v: 1 <= v <= 5, "between 1 and 5", "rating")
+"""A value on the review's 1-5 rating scales."""

@@ -61,6 +61,14 @@ class Artifact:
     SCHEMA: ClassVar[str]             # e.g. "beirx.results/2"
     SCHEMA_FIELD: ClassVar[str] = "schema_version"
     KIND: ClassVar[str]               # e.g. "results document", for messages
+    PLACE: ClassVar[str | None] = None  # where it sits in a dataset folder, e.g. "quality/quality.json"
+
+    @classmethod
+    def path_in(cls, dataset_root: Path | str) -> Path:
+        """Where the artifact of the dataset in ``dataset_root`` is written by default (its :attr:`PLACE`)."""
+        if cls.PLACE is None:
+            raise TypeError(f"{cls.__name__} has no default place in a dataset folder")
+        return Path(dataset_root) / cls.PLACE
 
     # -- writing ------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

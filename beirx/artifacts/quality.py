@@ -20,7 +20,6 @@ places (format 1 has no per-query similarity, format 2 has it for queries).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.base import Artifact, fld, optional
@@ -156,11 +155,7 @@ class QualityReport(Artifact):
 
     SCHEMA = SCHEMA
     KIND = "quality report"
-
-    @staticmethod
-    def path_in(dataset_root: Path | str) -> Path:
-        """Where ``beirx quality`` writes the report of a translated dataset by default."""
-        return Path(dataset_root) / FOLDER / FILENAME
+    PLACE = f"{FOLDER}/{FILENAME}"  # beirx quality's default report folder in the translated dataset
 
     schema_version: str = fld("format identifier", default=SCHEMA)
     dataset: str = fld("the translated dataset's name")

@@ -11,7 +11,6 @@ items as the annotators do (Spearman). The dataset card and MTEB task read it to
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.base import Artifact, fld, optional, utc_now
@@ -112,11 +111,7 @@ class ReviewDocument(Artifact):
 
     SCHEMA = SCHEMA
     KIND = "review"
-
-    @staticmethod
-    def path_in(dataset_root: Path | str) -> Path:
-        """Where ``beirx review export`` writes the review of a translated dataset by default."""
-        return Path(dataset_root) / FOLDER / FILENAME
+    PLACE = f"{FOLDER}/{FILENAME}"  # where beirx review export writes it in the translated dataset
 
     schema_version: str = fld("format identifier", default=SCHEMA)
     dataset: DatasetSide = fld("the translation reviewed (its checksum when the sample was drawn)")
