@@ -24,6 +24,7 @@ SPANISH = ["La deficiencia de vitamina D es común en los países del norte.",
            "Los antibióticos no funcionan contra las infecciones virales.", "Fumar durante el embarazo daña al bebé.",
            "El ejercicio regular reduce el riesgo de enfermedad cardíaca.",
            "La biblioteca abre a las nueve de la mañana.", "Los niños deberían beber más agua durante el verano."]
+STARTUP_SECONDS = 180.0  # a loaded CI machine can take a minute to import the app
 SCRIPT_DOC = "d5"
 SCRIPT_TEXT = "<script>document.title='pwned'</script><b>negrita</b> & más"
 
@@ -71,7 +72,7 @@ class ReviewServer:
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen([sys.executable, "-m", "beirx", "review", str(self.dataset), "--port",
                                              str(self.port), *self.args], stdout=out, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"beirx review exited with {self.process.returncode}:\n{self.log.read_text()}")
@@ -82,7 +83,7 @@ class ReviewServer:
                 return self  # answering (e.g. 401 without the token)
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"beirx review did not answer in 60 s:\n{self.log.read_text()}")
+        raise RuntimeError(f"beirx review did not answer in {STARTUP_SECONDS:.0f} s:\n{self.log.read_text()}")
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

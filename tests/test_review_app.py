@@ -6,7 +6,6 @@ refused, then export and apply what the browsers entered."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from browser import Browsers, skip_reason
@@ -182,11 +181,15 @@ def test_forged_posts_and_missing_token_are_refused(reviewed):
     status, _ = post(f"{server.url}/items/4", {"adequacy": "1", "fluency": "1", "csrf": "0" * 64})
     assert status == 403  # same origin, but no session token
     assert ReviewStore.in_folder(dataset).rating_count() == before
+    import urllib.request
+
+    with urllib.request.urlopen(server.url + "/", timeout=10) as page:  # no inline code may run, no framing
+        assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+        assert page.headers["X-Frame-Options"] == "DENY" and "HttpOnly" in page.headers["Set-Cookie"]
 
     guarded = ReviewServer(dataset, "--token", env={"BEIRX_REVIEW_TOKEN": "s3cret-token"}).start()
     try:
         import urllib.error
-        import urllib.request
 
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(guarded.url + "/", timeout=10)

@@ -86,23 +86,29 @@ def create_app(store: ReviewStore, token: str | None = None, languages: tuple[st
         sid = request.cookies.get(SID)
         fresh = not (sid and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid))
         request.state.sid = secrets.token_hex(16) if fresh else sid
-        if token is not None:
-            given = request.query_params.get("token")
-            if given is not None and hmac.compare_digest(given, token):
-                response = RedirectResponse(request.url.remove_query_params("token"), status_code=303)
-                response.set_cookie(ACCESS, signer.tag("access", token), httponly=True, samesite="strict")
-                return response
-            if not signer.check(request.cookies.get(ACCESS), "access", token):
-                return _html(templates, "denied.html", status=401)
-        if request.method == "POST" and not _same_origin(request):
-            return _html(templates, "denied.html", status=403, reason="cross-site form post refused")
-        response = await call_next(request)
+        response = gate(request)
+        if response is None:
+            response = await call_next(request)
         response.headers.update({"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                                  "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
                                  "X-Frame-Options": "DENY"})
         if fresh:
             response.set_cookie(SID, request.state.sid, httponly=True, samesite="strict")
         return response
+
+    def gate(request: Request):
+        """The refusal (or the token's redirect) for a request that may not go through, else None."""
+        if token is not None:
+            given = request.query_params.get("token")
+            if given is not None and hmac.compare_digest(given, token):
+                response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
+                response.set_cookie(ACCESS, signer.tag("access", token), httponly=True, samesite="strict")
+                return response
+            if not signer.check(request.cookies.get(ACCESS), "access", token):
+                return _html(templates, "denied.html", status=401)
+        if request.method == "POST" and not _same_origin(request):
+            return _html(templates, "denied.html", status=403, reason="cross-site form post refused")
+        return None
 
     def session(request: Request) -> str:
         return request.state.sid
