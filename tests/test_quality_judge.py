@@ -132,7 +132,7 @@ def test_real_llama_cpp_judge_small_model(tmp_path, llama_server):
     """Gemma 3 270M cannot follow the judge prompt reliably: whatever it answers is either a valid judgement or,
     after one retry, a missing value; the run completes and says how many."""
     source, translated = _pair(tmp_path)
-    judge = LLMJudge(llama_server.model, base_url=llama_server.url, sample=2, retries=1, max_tokens=24,
+    judge = LLMJudge(llama_server.model, base_url=llama_server.url, sample=2, retries=1, max_tokens=32,
                      concurrency=1, timeout=600, use_cache=False)  # llama.cpp's server answers one at a time
     report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", methods=[judge],
                          fields=("queries",), show_progress=False)

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from beirx.provenance import Timer
-
 
 @dataclass(frozen=True)
 class Score:
@@ -67,14 +65,13 @@ class MethodResult:
 
 @dataclass
 class QualityContext:
-    """What every method of one run shares: languages, seed, progress, the timer and the similarity encoder
+    """What every method of one run shares: languages, seed, progress and the similarity encoder
     (built once, on first use, so a run that needs no embeddings loads no model)."""
 
     src_lang: str
     tgt_lang: str
     seed: int
     show_progress: bool
-    timer: Timer
     encoder_factory: Callable[[], Any]
     _encoder: Any = None
 

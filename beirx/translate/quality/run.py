@@ -171,7 +171,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
         fields = [f for f in fields if f not in copied]
     timer = Timer()
     started = time.time()
-    context = QualityContext(src_lang=src_lang, tgt_lang=tgt_lang, seed=seed, show_progress=show_progress, timer=timer,
+    context = QualityContext(src_lang=src_lang, tgt_lang=tgt_lang, seed=seed, show_progress=show_progress,
                              encoder_factory=lambda: PairEncoder(encoder, revision=encoder_revision,
                                                                  batch_size=batch_size, use_cache=use_cache,
                                                                  show_progress=show_progress))
