@@ -31,7 +31,8 @@ class WordRatio(QualityMethod):
 
     def score(self, pairs: FieldPairs, context) -> MethodResult:
         values = {i: len(t.split()) / len(s.split()) for i, s, t in zip(pairs.ids, pairs.sources, pairs.translations)}
-        result = MethodResult(values={"word_ratio": values}, scored=len(values), summary={"rule": "< 0.5"})
+        result = MethodResult(values={"word_ratio": values}, scored=len(values),
+                              summary={"rule": "< 0.5", "folder": str(context.translated_root)})
         for item, value in values.items():
             if value < 0.5:
                 result.flag(item, "few_words", word_ratio=value)
@@ -62,7 +63,8 @@ def test_a_new_method_needs_no_other_change(tmp_path):
     assert entry.scores["word_ratio"].mean == pytest.approx(sum(ratios.values()) / 4)
     assert entry.scores["word_ratio"].histogram.edges[:3] == [0.0, 0.1, 0.2]
     assert entry.scores["word_ratio"].histogram.counts[4] == 1 and entry.scores["word_ratio"].histogram.counts[15] == 1
-    assert entry.methods["word_ratio"].summary == {"rule": "< 0.5"} and entry.methods["word_ratio"].scored == 4
+    assert entry.methods["word_ratio"].summary == {"rule": "< 0.5", "folder": str(translated.root)}
+    assert entry.methods["word_ratio"].scored == 4
     # flags of every method together, in method order: q2 is an untranslated copy, q0 lost words (and is
     # under half the source's characters: 14/30)
     assert entry.flagged == {"q0": ["length_ratio", "few_words"], "q2": ["untranslated", "wrong_language"]}

@@ -16,6 +16,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 
@@ -65,14 +66,16 @@ class MethodResult:
 
 @dataclass
 class QualityContext:
-    """What every method of one run shares: languages, seed, progress and the similarity encoder
-    (built once, on first use, so a run that needs no embeddings loads no model)."""
+    """What every method of one run shares: languages, seed, progress, the translated dataset's folder (for
+    what the translation stage left beside the data) and the similarity encoder (built once, on first use, so
+    a run that needs no embeddings loads no model)."""
 
     src_lang: str
     tgt_lang: str
     seed: int
     show_progress: bool
     encoder_factory: Callable[[], Any]
+    translated_root: Path | None = None
     _encoder: Any = None
 
     def encoder(self):

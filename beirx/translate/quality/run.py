@@ -174,7 +174,8 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
     context = QualityContext(src_lang=src_lang, tgt_lang=tgt_lang, seed=seed, show_progress=show_progress,
                              encoder_factory=lambda: PairEncoder(encoder, revision=encoder_revision,
                                                                  batch_size=batch_size, use_cache=use_cache,
-                                                                 show_progress=show_progress))
+                                                                 show_progress=show_progress),
+                             translated_root=translated.root)
     entries: dict[str, FieldQuality] = {}
     flagged: list[dict] = []
     samples: list[dict] = []
