@@ -14,7 +14,7 @@ from typing import Any
 
 from beirx.artifacts.base import build, fld, optional
 from beirx.artifacts.manifest import DatasetSide
-from beirx.artifacts.quality import Distribution, TableRow, TranslationSummary
+from beirx.artifacts.quality_parts import Distribution, TableRow, TranslationSummary
 
 SCHEMA = "beirx.quality/2"
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from beirx.artifacts.quality import Distribution, Histogram
+from beirx.artifacts.quality_parts import Distribution, Histogram
 
 ROBUST_Z = 3.5
 MIN_ITEMS_FOR_ROBUST = 20
