@@ -68,12 +68,12 @@ def eligible(kind: str, english: str, spanish: str) -> bool:
 def build(work: Path, rows: int, seed: int) -> tuple[Path, Path, dict[str, str]]:
     """Source and damaged-translation BEIR folders (corpus only scored) and ``{doc id: damage}``."""
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.quality.roundtrip import back_translate
+    from beirx.translate.plan import translate_texts
 
     docs = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open(encoding="utf-8")]
     docs = random.Random(seed).sample(docs, rows)
     english = [f"{d['title']} {d['text']}".strip() for d in docs]
-    spanish = back_translate(TRANSLATORS.get("apertium")("en", "es"), english)
+    spanish = translate_texts(TRANSLATORS.get("apertium")("en", "es"), english)
     rng = random.Random(seed + 1)
     damaged: dict[int, str] = {}
     for kind in DAMAGES:
@@ -81,8 +81,8 @@ def build(work: Path, rows: int, seed: int) -> tuple[Path, Path, dict[str, str]]
         for i in rng.sample(candidates, 4):
             damaged[i] = kind
     catalan = dict(zip([i for i, k in damaged.items() if k == "wrong_language"],
-                       back_translate(TRANSLATORS.get("apertium")("en", "ca"),
-                                      [english[i] for i, k in damaged.items() if k == "wrong_language"])))
+                       translate_texts(TRANSLATORS.get("apertium")("en", "ca"),
+                                       [english[i] for i, k in damaged.items() if k == "wrong_language"])))
     translated = [damage(damaged[i], english[i], spanish[i], catalan.get(i, "")) if i in damaged else spanish[i]
                   for i in range(rows)]
 

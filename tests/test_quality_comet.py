@@ -91,7 +91,7 @@ def test_comet_scores_every_row_through_the_user_loading_path(tmp_path, e5_small
     from beirx.models.files import folder_checksum
 
     report = QualityReport.load(tmp_path / "work" / "report" / "quality.json")
-    assert list(report.methods) == ["checks", "comet"] and report.scores["comet"].higher_is_better
+    assert list(report.methods) == ["checks", "translation_flags", "comet"] and report.scores["comet"].higher_is_better
     assert report.methods["comet"].description["revision"] == folder_checksum(Path(found["folder"]))
     assert report.methods["comet"].description["class"] == "unified_metric"
     for field, prefix in (("queries", "q"), ("corpus", "d")):

@@ -17,6 +17,7 @@ from beirx.translate.quality import QUALITY_METHODS, run_quality
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
 from beirx.translate.quality.checks import Checks
 from beirx.translate.quality.stats import flag_low_outliers
+from beirx.translate.quality.translation_flags import TranslationFlags
 
 
 class WordRatio(QualityMethod):
@@ -86,6 +87,29 @@ def test_a_new_method_needs_no_other_change(tmp_path):
     assert worst.index("`q0`") < worst.index("`q2`") < worst.index("`q3`") and "| `q2` | untranslated, wrong_language | 1.000 |" in worst
 
 
+def test_translation_flags_of_an_llm_backend_join_the_report(tmp_path):
+    source, translated = _datasets(tmp_path)
+    assert run_quality(source, translated, tmp_path / "none", src_lang="en", tgt_lang="es", fields=("queries",),
+                       methods=[TranslationFlags()], show_progress=False).fields["queries"].flagged == {}
+    rows = [{"field": "queries", "id": "q1", "outcome": "fallback", "reasons": ["untranslated"], "units": []},
+            {"field": "queries", "id": "q3", "outcome": "flagged", "reasons": ["length_ratio", "lost_numbers"],
+             "units": []},
+            {"field": "corpus", "id": "d0", "outcome": "flagged", "reasons": ["refusal"], "units": []}]
+    (translated.root / "translation_flags.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", fields=("queries",),
+                         methods=[Checks(), TranslationFlags()], show_progress=False)
+    entry = report.fields["queries"]
+    assert entry.flagged == {"q0": ["length_ratio"], "q1": ["llm_fallback"], "q2": ["untranslated", "wrong_language"],
+                             "q3": ["llm_flagged"]}
+    assert entry.flags["llm_fallback"] == entry.flags["llm_flagged"] == 1 and entry.flagged_items == 4
+    assert entry.methods["translation_flags"].summary == {"records": 2}
+    assert report.methods["translation_flags"].description == {"file": "translation_flags.jsonl", "present": True}
+    flagged = {r["id"]: r for r in map(json.loads, (tmp_path / "q" / "flagged.jsonl").read_text().splitlines())}
+    assert flagged["q3"]["details"]["llm"] == {"outcome": "flagged", "reasons": ["length_ratio", "lost_numbers"]}
+    md = (tmp_path / "q" / "quality.md").read_text(encoding="utf-8")
+    assert "- `llm_fallback` (translation_flags): the LLM's answers were rejected; the --fallback translator" in md
+
+
 def test_ranked_rows_by_flags_then_mean_percentile(tmp_path):
     source, translated = _datasets(tmp_path)
     report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es",
@@ -117,7 +141,7 @@ def test_cli_offers_every_registered_method(capsys):
     assert main(["quality", "--help"]) == 0
     help_text = capsys.readouterr().out
     for name in QUALITY_METHODS.in_order():
-        if name != "checks":  # the rule checks have no options (argparse hides an empty group)
+        if name not in ("checks", "translation_flags"):  # always on, no options (argparse hides an empty group)
             assert f"quality method {name}:" in help_text
     assert "--roundtrip-sample N|all" in help_text and "--comet PATH" in help_text and "--no-similarity" in help_text
 

@@ -470,4 +470,4 @@ def test_quality_report_lists_the_records_the_llm_did_not_translate_cleanly(fake
     assert QualityReport.load(tmp_path / "out" / "quality" / "quality.json").fields["corpus"].flags == \
         report.fields["corpus"].flags
     legend = (tmp_path / "out" / "quality" / "quality.md").read_text()
-    assert "`llm_fallback`: the LLM's answers were rejected" in legend
+    assert "`llm_fallback` (translation_flags): the LLM's answers were rejected" in legend

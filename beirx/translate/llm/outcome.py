@@ -7,7 +7,7 @@ answers were rejected; for ``flagged``, what is still wrong with what was writte
 note with the translation (:meth:`beirx.translate.memory.TranslationMemory.add`), sums this run's figures
 in the manifest (:class:`Tally`), and lists every flagged or fallen-back record of the written dataset in
 ``translation_flags.jsonl`` (:func:`flag_rows`), which ``beirx quality`` folds into ``quality.json``
-(:func:`fold_into_quality`: reasons ``llm_fallback``/``llm_flagged``).
+(:mod:`beirx.translate.quality.translation_flags`: reasons ``llm_fallback``/``llm_flagged``).
 """
 
 from __future__ import annotations
@@ -96,13 +96,6 @@ def summarise(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: The quality report's reasons for records an LLM backend did not translate cleanly (``quality.json``).
-QUALITY_REASONS = {
-    "llm_fallback": "the LLM's answers were rejected; the --fallback translator wrote it (translation_flags.jsonl)",
-    "llm_flagged": "the LLM's answers were rejected and it was written flagged (translation_flags.jsonl)",
-}
-
-
 def read_flags(root: Path | str) -> dict[str, dict[str, dict[str, Any]]]:
     """``{field: {id: flag row}}`` of a translated dataset's ``translation_flags.jsonl`` (empty without one)."""
     path = Path(root) / FLAGS_FILE
@@ -114,17 +107,3 @@ def read_flags(root: Path | str) -> dict[str, dict[str, dict[str, Any]]]:
                 flags.setdefault(row["field"], {})[row["id"]] = row
     return flags
 
-
-def fold_into_quality(rows: list[dict[str, Any]], summary: dict[str, Any], flags: dict[str, dict[str, Any]]) -> None:
-    """Add each record's translation-time flag (``llm_fallback``/``llm_flagged``, with the LLM's reasons in
-    ``details``) to the quality report's rows of one field, and recount the field's flags."""
-    if not flags:
-        return
-    for row in rows:
-        flag = flags.get(row["id"])
-        if flag:
-            row["reasons"].append(f"llm_{flag['outcome']}")
-            row["details"]["llm"] = {"outcome": flag["outcome"], "reasons": flag["reasons"]}
-    counts: Counter[str] = Counter(reason for row in rows for reason in row["reasons"])
-    summary["flags"] = dict(sorted(counts.items()))
-    summary["flagged_items"] = sum(1 for row in rows if row["reasons"])

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 from beirx.models.llm import Reply
 from beirx.translate import langid
-from beirx.translate.quality import checks
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
+from beirx.translate.quality import checks
 
 HARD = frozenset({"empty", "refusal", "truncated", "line_count", "lost_placeholders", "meta_commentary"})
 LENGTH_BOUNDS = (0.33, 3.0)

@@ -4,14 +4,15 @@
 Quality-estimation methods by name, each one module behind :class:`~beirx.translate.quality.base.QualityMethod`
 declaring its options, its per-row scores and its flags. Adding one is a module plus one line here;
 ``beirx quality`` offers its flags, and ``quality.json``, ``flagged.jsonl`` and ``quality.md`` carry its
-scores without further change. Methods run in this order; ``checks`` always runs, ``similarity`` unless
-``--no-similarity``, the others when their flags ask for them.
+scores without further change. Methods run in this order; ``checks`` and ``translation_flags`` always run,
+``similarity`` unless ``--no-similarity``, the others when their flags ask for them.
 """
 
 from beirx.registry import Registry
 
 QUALITY_METHODS = Registry("quality method", {
     "checks": "beirx.translate.quality.checks:Checks",
+    "translation_flags": "beirx.translate.quality.translation_flags:TranslationFlags",
     "similarity": "beirx.translate.quality.embedding:EmbeddingSimilarity",
     "roundtrip": "beirx.translate.quality.roundtrip:RoundTrip",
     "comet": "beirx.translate.quality.comet:Comet",

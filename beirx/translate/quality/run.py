@@ -32,6 +32,7 @@ from beirx.translate.quality.embedding import EmbeddingSimilarity
 from beirx.translate.quality.report import write_report
 from beirx.translate.quality.roundtrip import DEFAULT_SAMPLE, RoundTrip
 from beirx.translate.quality.stats import distribution
+from beirx.translate.quality.translation_flags import TranslationFlags
 from beirx.translate.similarity import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
@@ -121,8 +122,9 @@ def _rows(pairs: FieldPairs, results: dict[str, MethodResult], flagged: dict[str
 
 def default_methods(roundtrip_translator: Translator | None = None,
                     roundtrip_sample: int | None = DEFAULT_SAMPLE) -> list[QualityMethod]:
-    """The always-on methods (``checks``, ``similarity``), plus a round trip when a translator is given."""
-    methods: list[QualityMethod] = [Checks(), EmbeddingSimilarity()]
+    """The always-on methods (``checks``, ``translation_flags``, ``similarity``), plus a round trip when a
+    translator is given."""
+    methods: list[QualityMethod] = [Checks(), TranslationFlags(), EmbeddingSimilarity()]
     if roundtrip_translator is not None:
         methods.append(RoundTrip(roundtrip_translator, roundtrip_sample))
     return methods
