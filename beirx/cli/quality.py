@@ -15,6 +15,7 @@ import argparse
 
 from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
+from beirx.errors import BeirxError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
