@@ -287,7 +287,8 @@ def test_schema_command_prints_a_valid_json_schema(name, capsys):
     examples = {"results": [_full_results()] + [ResultsDocument.load(p) for p in sorted(BEFORE_V2.glob("results_*"))],
                 "manifest": [TranslationManifest.load(BEFORE_V2 / "translation.json")],
                 "quality": [QualityReport.load(BEFORE_V2 / "quality.json")],
-                "generation": [_generation_manifest()], "review": [_review_document()]}[name]
+                "generation": [_generation_manifest()], "review": [_review_document()],
+                "subset": [_subset_manifest()], "suite": [_suite_state()]}[name]
     for example in examples:
         jsonschema.validate(example.to_dict(), schema)
     bad = examples[0].to_dict()
@@ -324,6 +325,45 @@ def _generation_manifest():
                               files={"queries.jsonl": "generated", "corpus.jsonl": "linked"}),
         generator={"model": "t5", "per_doc": 3, "seed": 42}, cache={"path": "q.sqlite", "generator": "abc"},
         counts={"documents": 2, "queries": 6}, timings={"total": 1.5})
+
+
+def _subset_manifest():
+    from beirx.artifacts.manifest import DatasetSide
+    from beirx.artifacts.subset import (PoolSystem, RankingCheck, SubsetCounts, SubsetManifest, SubsetMethod,
+                                        SystemAgreement)
+
+    check = RankingCheck(metric="NDCG@10", split="test", tau=1.0, p_value=None, threshold=0.9, warning=None,
+                         swapped=[], full_checksum="sha256:00", subset_checksum="sha256:11",
+                         systems=[SystemAgreement(label="bm25", full=0.7, subset=0.6, full_rank=1, subset_rank=1)])
+    return SubsetManifest(
+        name="scifact-subset", language="en", split="test",
+        source=DatasetSide(path="scifact", name="scifact", lang="en", checksum="sha256:00"),
+        method=SubsetMethod(queries=50, stratify=False, seed=0, depth=100, depth_reached=40, max_docs=1500),
+        pool=[PoolSystem(spec="bm25", label="bm25", description={"retriever": "bm25"})],
+        counts=SubsetCounts(candidate_queries=300, queries=50, strata={"1": 45, "2": 5}, qrels=55,
+                            source_documents=5183, judged=55, judged_missing=0, pooled=1400, random=45,
+                            documents=1500),
+        query_ids=["1", "3"], ranking_check=check)
+
+
+def _suite_state():
+    from beirx.artifacts.suite import SuiteState, SuiteStep
+
+    return SuiteState(name="suite", config="suite.toml", steps=[
+        SuiteStep(step="subset", dataset="scifact", language=None, inputs="abc", output="out/subsets/scifact",
+                  output_checksum="sha256:11", seconds=1.5, details={"queries": 50})])
+
+
+def test_subset_and_suite_round_trip(tmp_path):
+    from beirx.artifacts import SubsetManifest, SuiteState
+
+    for example, cls in ((_subset_manifest(), SubsetManifest), (_suite_state(), SuiteState)):
+        example.save(tmp_path / "x.json")
+        assert cls.load(tmp_path / "x.json") == example
+    bad = _subset_manifest().to_dict()
+    bad["counts"]["queries"] = "50"
+    with pytest.raises(DataError, match="field 'counts.queries': expected int, got str"):
+        SubsetManifest.from_dict(bad, "subset.json")
 
 
 def test_schema_doc_is_current(capsys):

@@ -1,10 +1,10 @@
 """Typed artifacts: the results document, the translation manifest, the quality report, the query-generation
-manifest and the human review.
+manifest, the human review, the subset manifest and the state of a suite build.
 
 Each is a dataclass with a schema version, ``to_dict``/``to_json``/``save`` (atomic) and
 ``from_dict``/``from_json``/``load`` that validate (errors name the file and the dotted field) and upgrade
 older formats; ``json_schema()`` documents the current format
-(``beirx schema results|manifest|quality|generation|review``).
+(``beirx schema results|manifest|quality|generation|review|subset|suite``).
 Core only: no heavy imports.
 """
 
@@ -13,9 +13,13 @@ from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.results import ResultsDocument
 from beirx.artifacts.review import ReviewDocument
+from beirx.artifacts.subset import SubsetManifest
+from beirx.artifacts.suite import SuiteState
 
 ARTIFACTS = {"results": ResultsDocument, "manifest": TranslationManifest, "quality": QualityReport,
-             "generation": GenerationManifest, "review": ReviewDocument}
+             "generation": GenerationManifest, "review": ReviewDocument, "subset": SubsetManifest,
+             "suite": SuiteState}
 
-__all__ = ["ARTIFACTS", "GenerationManifest", "QualityReport", "ResultsDocument", "ReviewDocument",
+__all__ = ["ARTIFACTS", "GenerationManifest", "QualityReport", "ResultsDocument", "ReviewDocument", "SubsetManifest",
+           "SuiteState",
            "TranslationManifest"]

@@ -27,6 +27,8 @@ _UPGRADES = {
                "`rows.similarity` (empty in files without it).",
     "generation": "One format so far (`beirx.generation/1`).",
     "review": "One format so far (`beirx.review/1`).",
+    "subset": "One format so far (`beirx.subset/1`).",
+    "suite": "One format so far (`beirx.suite/1`).",
 }
 
 

@@ -1,0 +1,158 @@
+"""The subset manifest (``subset.json``): how ``beirx subset`` cut a small benchmark out of a large one, and how
+well the small one ranks systems like the large one.
+
+A subset (NanoBEIR-style) keeps a seeded sample of judged queries and a corpus made of every document judged
+for them, the union of the top documents of pooling systems and a seeded random fill. The manifest records
+the source (name, language, checksum), the method (seed, sizes, pooling systems with their revisions, the pool
+depth reached), what was kept, and, once ``beirx subset check`` has run, the ranking check: each system's
+score on the full set and on the subset and Kendall's tau between the two orderings.
+
+The name of a subset is its source's family name plus :data:`SUFFIX` (``scifact-subset``), so results on
+the subset never mix with results on the full set, while the catalogue still knows the family
+(:func:`beirx.data.catalogue.lookup` reads through the suffix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beirx.artifacts.base import Artifact, fld, optional
+from beirx.artifacts.manifest import DatasetSide, TranslationManifest
+from beirx.artifacts.results import now
+
+SCHEMA = "beirx.subset/1"
+FILENAME = "subset.json"
+SUFFIX = "-subset"
+
+
+def subset_name(family: str) -> str:
+    """The dataset name of a subset of ``family`` (a subset of a subset keeps one suffix)."""
+    return family if family.endswith(SUFFIX) else family + SUFFIX
+
+
+@dataclass(kw_only=True)
+class PoolSystem:
+    """A system whose top documents were pooled into the corpus."""
+
+    spec: str = fld("as given on the command line: a retriever (bm25, dense:MODEL ...) or a TREC run file")
+    label: str = fld("the system's readable label")
+    description: dict[str, Any] = fld("everything that determines its run: retriever, model and revision, or the "
+                                      "run file's path and sha256")
+
+
+@dataclass(kw_only=True)
+class SubsetMethod:
+    """How queries and documents were chosen."""
+
+    queries: int = fld("queries asked for")
+    stratify: bool = fld("queries sampled within strata of equal number of relevant documents, in proportion")
+    seed: int = fld("seed of the query sample and of the random fill")
+    depth: int = fld("pool depth asked for (top documents per query and system)")
+    depth_reached: int = fld("pool depth actually pooled: lower than depth when judged + pooled documents would "
+                             "exceed max_docs (the same depth for every query and system)")
+    max_docs: int | None = fld("corpus size asked for; the random fill tops the corpus up to it (null: no fill)")
+
+
+@dataclass(kw_only=True)
+class SubsetCounts:
+    """What the subset holds."""
+
+    candidate_queries: int = fld("judged queries of the split with a relevant document and a text")
+    queries: int = fld("queries kept")
+    strata: dict[str, int] = fld("queries kept per number of relevant documents")
+    qrels: int = fld("judgements kept (every judgement of the kept queries)")
+    source_documents: int = fld("documents in the source corpus")
+    judged: int = fld("documents judged for the kept queries and present in the corpus (never dropped)")
+    judged_missing: int = fld("documents judged for the kept queries but absent from the source corpus")
+    pooled: int = fld("documents pooled by the systems that are not judged")
+    random: int = fld("documents of the random fill")
+    documents: int = fld("documents in the subset's corpus")
+
+
+@dataclass(kw_only=True)
+class SystemAgreement:
+    """One system's score on the full set and on the subset, and its rank on each (1 = best)."""
+
+    label: str = fld("the system")
+    full: float = fld("score on the full set")
+    subset: float = fld("score on the subset")
+    full_rank: int = fld("rank on the full set")
+    subset_rank: int = fld("rank on the subset")
+    full_results: str | None = optional("results document on the full set")
+    subset_results: str | None = optional("results document on the subset")
+
+
+@dataclass(kw_only=True)
+class RankingCheck:
+    """Does the subset order systems as the full set does? Kendall's tau between the two orderings."""
+
+    metric: str = fld("the metric systems are ordered by, e.g. NDCG@10")
+    split: str = fld("the qrels split")
+    systems: list[SystemAgreement] = fld("every system checked, best on the full set first")
+    tau: float | None = fld("Kendall's tau-b between the systems' full and subset scores (scipy.stats.kendalltau); "
+                            "null when undefined (fewer than two systems, or all scores equal on one side)")
+    p_value: float | None = fld("two-sided p-value of tau under independence (scipy)")
+    threshold: float = fld("tau below this warns: the subset does not rank like the full set")
+    warning: str | None = fld("the warning, null when tau reaches the threshold")
+    swapped: list[str] = fld("pairs of systems ordered differently on the subset, with both differences")
+    full_checksum: str = fld("'sha256:<hex>' of the full dataset checked against")
+    subset_checksum: str = fld("'sha256:<hex>' of the subset")
+    created: str = fld("UTC time of the check (ISO 8601)", default_factory=now)
+
+
+@dataclass(kw_only=True)
+class SubsetManifest(Artifact):
+    """``subset.json``: a subset's provenance and ranking check."""
+
+    SCHEMA = SCHEMA
+    KIND = "subset manifest"
+
+    schema_version: str = fld("format identifier", default=SCHEMA)
+    kind: str = fld("always 'beirx subset'", default="beirx subset")
+    name: str = fld("the subset's dataset name: the source's family name + '-subset'")
+    language: str = fld("language of the subset's text (the source's), ISO 639-1")
+    source: DatasetSide = fld("the dataset the subset was cut from")
+    split: str = fld("the qrels split sampled; the subset holds only this split")
+    method: SubsetMethod = fld("how queries and documents were chosen")
+    pool: list[PoolSystem] = fld("the pooling systems")
+    counts: SubsetCounts = fld("what was kept")
+    query_ids: list[str] = fld("the kept queries, in the source's order")
+    ranking_check: RankingCheck | None = optional("set by beirx subset check / --check")
+    timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
+    versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
+    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=now)
+
+    @property
+    def family(self) -> str:
+        """The family name of the dataset the subset was cut from (``scifact``)."""
+        return self.source.name
+
+    @classmethod
+    def path_in(cls, root: Path | str) -> Path:
+        return Path(root) / FILENAME
+
+    @classmethod
+    def find(cls, root: Path | str) -> "SubsetManifest | None":
+        """The manifest of the dataset folder ``root``, or None when it is not a subset (a malformed one raises
+        :class:`~beirx.errors.DataError` naming the file and the field)."""
+        path = cls.path_in(root)
+        return cls.load(path) if path.is_file() else None
+
+    @classmethod
+    def behind(cls, root: Path | str) -> tuple[Path, "SubsetManifest"] | None:
+        """``(folder, manifest)`` of the subset ``root`` is, or was translated from (a translation of a subset
+        names the subset as its source in ``translation.json``); None otherwise. Optional provenance: a
+        malformed file is logged and ignored."""
+        root = Path(root)
+        for _ in range(4):  # a translation of a translation of a subset ... bounded, never a loop
+            manifest = cls.load_optional(cls.path_in(root), "ignoring the subset provenance")
+            if manifest is not None:
+                return root, manifest
+            translation = TranslationManifest.load_optional(TranslationManifest.path_in(root))
+            if translation is None or not Path(translation.source.path).is_dir():
+                return None
+            root = Path(translation.source.path)
+        return None
+
