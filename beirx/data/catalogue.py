@@ -41,6 +41,7 @@ import difflib
 import os
 from dataclasses import dataclass
 
+from beirx.artifacts.subset import SUFFIX as SUBSET_SUFFIX
 from beirx.errors import BeirxError
 
 BEIR_BASE_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"
@@ -210,9 +211,15 @@ def lookup(name: str) -> DatasetInfo | None:
     """The entry a dataset label refers to, tolerating Hub ids and language suffixes, or ``None``.
 
     Accepts ``scifact``, ``SciFact``, ``BeIR/scifact``, ``clarin-knext/scifact-pl``, ``scifact-pl`` (a
-    translated folder's name) and ``cqadupstack/android-pl``.
+    translated folder's name), ``cqadupstack/android-pl`` and a subset's name (``scifact-subset``, also
+    translated: ``scifact-subset-pl``), which keeps its family's split and evaluation protocol.
     """
     key = name.strip().lower().removeprefix("hf:")
+    if SUBSET_SUFFIX in key:
+        stem, _, rest = key.rpartition(SUBSET_SUFFIX)
+        found = lookup(stem + rest)
+        if found is not None:
+            return found
     if key in _BY_NAME:
         return _BY_NAME[key]
     for info in CATALOGUE:

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.subset import SubsetManifest
 from beirx.checksums import files_checksum
 from beirx.data import beir_io
 from beirx.data.records import Doc, Qrels, Query
@@ -24,14 +25,16 @@ class BeirDataset:
     """A BEIR-layout folder. ``name`` and ``lang`` are labels used in results and cache keys.
 
     ``name`` defaults to the dataset family: the source's name recorded in ``translation.json`` for a beirx
-    translation (``scifact`` for a folder ``scifact-pl``), else the folder's name.
+    translation (``scifact`` for a folder ``scifact-pl``), the name in ``subset.json`` for a beirx subset
+    (``scifact-subset``), else the folder's name.
     """
 
     def __init__(self, root: Path | str, name: str | None = None, lang: str = "en", source: str | None = None):
         self.root = Path(root)
         if not self.root.is_dir():
             raise DataError(self.root, "dataset folder not found")
-        self.name = name or (self.translation.family if self.translation else self.root.name)
+        self.name = name or (self.translation.family if self.translation else
+                             self.subset.name if self.subset else self.root.name)
         self.lang = lang
         self.source = source or str(self.root)
 
@@ -104,6 +107,11 @@ class BeirDataset:
     def translation(self) -> TranslationManifest | None:
         """The ``translation.json`` beirx translate left here, or None (a malformed one raises DataError)."""
         return TranslationManifest.find(self.root)
+
+    @cached_property
+    def subset(self) -> SubsetManifest | None:
+        """The ``subset.json`` beirx subset left here, or None (a malformed one raises DataError)."""
+        return SubsetManifest.find(self.root)
 
     def checksum(self) -> str:
         """``sha256:<hex>`` over the data files (see :mod:`beirx.checksums`)."""

@@ -1,6 +1,7 @@
 """Which language a dataset is in, and where that knowledge came from.
 
-A folder written by ``beirx translate`` states its language in ``translation.json`` (``target.lang``).
+A folder written by ``beirx translate`` states its language in ``translation.json`` (``target.lang``), one
+written by ``beirx subset`` in ``subset.json`` (``language``).
 Evaluating it with another language's analyzer gives silently wrong numbers (English stemming of Polish
 text), so the dataset's own statement wins when ``--lang`` is absent, and a contradicting ``--lang`` is
 used as asked but warned about loudly. The source ("given", "translation.json", "dataset card", "default")
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from beirx.artifacts.manifest import FILENAME as MANIFEST
 from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.subset import FILENAME as SUBSET
+from beirx.artifacts.subset import SubsetManifest
 from beirx.data.front_matter import card_languages, read_front_matter
 
 log = logging.getLogger(__name__)
@@ -22,10 +25,19 @@ DEFAULT = "en"
 
 
 def stated_language(folder: Path | str) -> str | None:
-    """The language ``folder/translation.json`` states (``target.lang``), or None without a manifest (a
-    malformed one is an error naming the file and the field)."""
-    manifest = TranslationManifest.find(Path(folder).expanduser())
-    return manifest.target_language if manifest else None
+    """The language ``folder/translation.json`` states (``target.lang``), or for a beirx subset its
+    ``subset.json`` (``language``); None without either (a malformed one is an error naming the file and the
+    field)."""
+    return _stated(Path(folder).expanduser())[0]
+
+
+def _stated(folder: Path) -> tuple[str | None, str]:
+    """``(language, file that states it)`` from ``translation.json``, else ``subset.json``."""
+    manifest = TranslationManifest.find(folder)
+    if manifest:
+        return manifest.target_language, MANIFEST
+    subset = SubsetManifest.find(folder)
+    return (subset.language if subset else None), SUBSET
 
 
 def card_language(folder: Path | str) -> str | None:
@@ -38,13 +50,13 @@ def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
     """``(language, source)`` for ``--dataset``/``--lang``.
 
     source is "given" (``--lang``, as the plan calls a language the user chose), "translation.json",
-    "dataset card" (the README.md of a local folder, of ``hf:/local/copy`` or of the Hub dataset ``hf:ORG/NAME``,
+    "subset.json" (a beirx subset states its source's language), "dataset card" (the README.md of a local folder, of ``hf:/local/copy`` or of the Hub dataset ``hf:ORG/NAME``,
     downloaded to read it when ``--lang`` is not given) or "default".
     """
     folder = dataset[3:] if dataset and dataset.startswith("hf:") else dataset
     stated, where = None, None
     if folder and Path(folder).expanduser().is_dir():
-        stated, where = stated_language(folder), MANIFEST
+        stated, where = _stated(Path(folder).expanduser())
         if stated is None:
             stated, where = card_language(folder), "dataset card"
     elif dataset and dataset.startswith("hf:") and not flag:
