@@ -94,7 +94,8 @@ class Plan:
 
 # -- grid files -----------------------------------------------------------------------------------------------
 
-def _read(path: Path) -> dict[str, Any]:
+def read_config(path: Path) -> dict[str, Any]:
+    """A TOML or YAML file as a dict; errors (missing, unparsable, not a table) name the file."""
     if not path.is_file():
         raise DataError(path, "config file not found")
     text = path.read_text(encoding="utf-8")
@@ -225,7 +226,7 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
 def plan_from_config(path: Path | str) -> Plan:
     """Parse and check a grid file; every error names the file."""
     path = Path(path)
-    data = _read(path)
+    data = read_config(path)
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise DataError(path, f"unknown top-level keys {sorted(unknown)}; expected some of {sorted(_TOP_KEYS)}")
@@ -240,6 +241,13 @@ def plan_from_config(path: Path | str) -> Plan:
     return Plan(datasets=[_dataset(path, d, pairs, source) for d in datasets], systems=_grid_systems(path, data.get("systems")),
                 output=output, split=data.get("split"), top_k=int(data.get("top_k", defaults.TOP_K)),
                 ignore_identical_ids=data.get("ignore_identical_ids"), source=str(path), summary=True)
+
+
+def systems_from_config(path: Path | str) -> dict[str, System]:
+    """Only the ``[[systems]]`` of a grid file (other keys are ignored), e.g. the systems a subset's ranking
+    check compares; errors name the file."""
+    path = Path(path)
+    return _grid_systems(path, read_config(path).get("systems"))
 
 
 # -- command-line flags ---------------------------------------------------------------------------------------

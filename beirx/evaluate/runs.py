@@ -9,6 +9,7 @@ re-evaluation of that file with ``trec_eval`` all agree even when scores tie.
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from pathlib import Path
 
 from beirx.atomic import atomic_writer
@@ -58,12 +59,16 @@ def _trec_lines(qid: str, docs: dict[str, float], tag: str) -> str:
     return "".join(f"{qid} Q0 {did} {rank} {float(score)!r} {tag}\n" for rank, (did, score) in enumerate(ranked(docs), 1))
 
 
-def read_trec(path: Path | str) -> Run:
-    """Read a TREC run file (6 whitespace-separated columns); errors name the file and line."""
+def read_trec(path: Path | str, queries: Container[str] | None = None) -> Run:
+    """Read a TREC run file (6 whitespace-separated columns); errors name the file and line.
+
+    ``queries``: keep only these query IDs (the file is still read and checked whole, but memory holds only
+    their lines, e.g. a subset's 50 queries out of a 7M-line run)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "run file not found" if not path.exists() else "expected a run file, found a folder")
     run: Run = {}
+    seen = False  # lines of queries left out
     for line_no, line in read_lines(path):
         if not line.strip():
             continue
@@ -80,10 +85,13 @@ def read_trec(path: Path | str) -> Run:
             raise DataError(path, f"score is not a number: {score!r}", line_no) from None
         if not math.isfinite(value):
             raise DataError(path, f"score must be a finite number, got {score!r}", line_no)
+        if queries is not None and qid not in queries:
+            seen = True
+            continue
         docs = run.setdefault(qid, {})
         if did in docs:
             raise DataError(path, f"document {did!r} appears twice for query {qid!r}", line_no)
         docs[did] = value
-    if not run:
+    if not run and not seen:
         raise DataError(path, "run file is empty")
     return run
