@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate-queries": ("beirx.cli.generate_queries", "synthetic queries for a corpus (GenQ), as a training split"),
     "schema": ("beirx.cli.schema", "print the JSON Schema of the results, manifest or quality file format"),
     "report": ("beirx.cli.report", "tables, significance tests, efficiency and plots from results (Markdown, LaTeX, HTML)"),
+    "subset": ("beirx.cli.subset", "cut a small pooled benchmark (NanoBEIR-style) and check it ranks systems like the full one"),
+    "suite": ("beirx.cli.suite", "build a suite (datasets x languages) end to end: subset, translate, quality, publish"),
 }
 
 

@@ -1,0 +1,126 @@
+"""``beirx subset``: cut a small benchmark that ranks like the big one, and check that it does.
+
+    beirx subset --dataset D --queries 50 --pool bm25 dense:MODEL --depth 100 --max-docs 1500 --seed 0
+                 --output DIR [--stratify] [--check SYSTEM... | --check-config grid.toml]
+    beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
+
+Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
+TREC run file (see :mod:`beirx.subsets.systems`); fusions and rerankers come from a grid file's
+``[[systems]]``. The check writes run and results files under ``--check-output`` (default
+``SUBSET/ranking-check``), records Kendall's tau in ``SUBSET/subset.json`` and warns below ``--tau-threshold``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_float
+from beirx.cli import show_progress
+from beirx.errors import BeirxError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="*", metavar="check FULL SUBSET",
+                        help="check an existing subset against the full dataset it was cut from")
+    make = parser.add_argument_group("making a subset")
+    make.add_argument("--dataset", help="catalogue name, BEIR folder (a translation too) or hf:ORG/NAME")
+    make.add_argument("--lang", default=None, help="the dataset's language (default: what it states, else en)")
+    make.add_argument("--split", default=None, help="qrels split to sample (default: the catalogue's test split)")
+    make.add_argument("--queries", type=positive_int, default=50, help="queries to keep (default 50)")
+    make.add_argument("--stratify", action="store_true",
+                      help="sample in proportion within groups of equal number of relevant documents")
+    make.add_argument("--pool", nargs="+", default=["bm25"], metavar="SYSTEM",
+                      help="systems whose top --depth documents join the corpus (default bm25)")
+    make.add_argument("--depth", type=non_negative_int, default=100,
+                      help="pool depth per query and system (default 100; shrinks to fit --max-docs)")
+    make.add_argument("--max-docs", type=positive_int, default=None,
+                      help="corpus size: judged + pooled documents, topped up with a seeded random fill "
+                           "(default: no fill, the full pool)")
+    make.add_argument("--seed", type=int, default=0, help="seed of the query sample and the fill (default 0)")
+    make.add_argument("--output", type=output_dir, help="the subset's folder")
+    check = parser.add_argument_group("ranking check")
+    check.add_argument("--check", nargs="+", default=[], metavar="SYSTEM",
+                       help="systems to evaluate on the full set and the subset (Kendall's tau of their orderings)")
+    check.add_argument("--check-config", type=Path, default=None,
+                       help="a grid file whose [[systems]] (fusions, rerankers too) join the check")
+    check.add_argument("--runs", nargs="+", default=[], metavar="RUN",
+                       help="TREC runs on the full set, checked as systems (restricted to the subset on its side)")
+    check.add_argument("--check-output", type=output_dir, default=None,
+                       help="run and results files of the check (default SUBSET/ranking-check)")
+    check.add_argument("--tau-threshold", type=unit_float, default=None,
+                       help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
+    check.add_argument("--metric", default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    parser.add_argument("--no-index-cache", action="store_true", help="recompute indexes and embeddings")
+
+
+def _check_systems(args) -> dict:
+    from beirx.evaluate.plan import systems_from_config
+    from beirx.subsets.systems import parse_systems
+
+    systems = parse_systems(args.check + args.runs)
+    if args.check_config:
+        for name, system in systems_from_config(args.check_config).items():
+            if name in systems:
+                raise BeirxError(f"system {name!r} is in --check and in {args.check_config}")
+            systems[name] = system
+    return systems
+
+
+def _run_check(args, full, subset) -> None:
+    from beirx.subsets.check import THRESHOLD, check_ranking
+
+    systems = _check_systems(args)
+    output = args.check_output or subset.root / "ranking-check"
+    check = check_ranking(full, subset, systems, output, metric=args.metric,
+                          threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
+                          show_progress=show_progress(args), use_cache=not args.no_index_cache)
+    width = max(len(s.label) for s in check.systems)
+    print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset")
+    for s in check.systems:
+        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}")
+    tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
+    p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
+    print(f"Kendall's tau: {tau}{p}, threshold {check.threshold:g}; runs and results in {output}")
+    if check.warning:
+        print(f"WARNING: {check.warning}")
+        for pair in check.swapped:
+            print(f"  swapped: {pair}")
+
+
+def run(args) -> int:
+    from beirx.data.dataset import BeirDataset
+    from beirx.data.language import dataset_language
+    from beirx.data.resolve import resolve_dataset
+
+    if args.action:
+        if len(args.action) != 3 or args.action[0] != "check":
+            raise BeirxError("expected  beirx subset check FULL SUBSET  (or options only, to make a subset)")
+        subset = BeirDataset(args.action[2], lang=dataset_language(args.action[2], args.lang)[0])
+        full = resolve_dataset(args.action[1], lang=subset.lang)
+        if not (args.check or args.runs or args.check_config):
+            raise BeirxError("name the systems to check: --check SYSTEM..., --runs RUN... or --check-config FILE")
+        _run_check(args, full, subset)
+        return 0
+    if not args.dataset or not args.output:
+        raise BeirxError("--dataset and --output are required to make a subset")
+    from beirx.subsets.build import make_subset
+    from beirx.subsets.systems import parse_pool
+
+    lang, _ = dataset_language(args.dataset, args.lang)
+    dataset = resolve_dataset(args.dataset, lang=lang)
+    pool = parse_pool(args.pool) if args.depth > 0 else {}
+    check_systems = _check_systems(args) if (args.check or args.runs or args.check_config) else None
+    manifest = make_subset(dataset, args.output, queries=args.queries, pool=pool, depth=args.depth,
+                           max_docs=args.max_docs, seed=args.seed, stratify=args.stratify, split=args.split,
+                           show_progress=show_progress(args), use_cache=not args.no_index_cache)
+    counts, method = manifest.counts, manifest.method
+    print(f"{args.output}: subset {manifest.name} ({manifest.language}, split {manifest.split}) of {dataset.root}")
+    print(f"queries: {counts.queries} of {counts.candidate_queries} (seed {method.seed}"
+          f"{', stratified' if method.stratify else ''}); qrels {counts.qrels}")
+    print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
+          f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
+          + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
+    if check_systems is not None:
+        _run_check(args, dataset, BeirDataset(args.output, lang=lang))
+    return 0

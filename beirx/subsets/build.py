@@ -1,0 +1,192 @@
+"""Cut a subset out of a BEIR dataset: sampled queries, their judgements, and a corpus of judged, pooled and
+randomly drawn documents, streamed from disk in bounded memory.
+
+The corpus is every document judged for the kept queries (relevant or not; never dropped), the pool of the
+systems at the depth that fits ``max_docs`` (:mod:`beirx.subsets.pool`) and a seeded random fill up to
+``max_docs``. The fill is a uniform sample of the remaining documents drawn by random priorities: every
+document in file order gets ``u ~ U(0, 1)`` from the seeded generator and the ``k`` smallest are kept
+(sampling by random sort keys; a bounded heap keeps at most ``max_docs`` of them, so memory does not grow
+with the corpus). Records are copied as the source's own lines, so IDs, titles, texts and metadata are
+byte-for-byte the source's; the qrels keep every judgement of the kept queries with its score.
+
+Two streaming passes over the corpus (membership and fill, then writing) and one over the queries; memory
+holds the kept queries, their judgements, the pooled ranked lists and at most ``max_docs`` fill candidates.
+The folder is written beside the target and moved into place when complete (:func:`beirx.atomic.atomic_dir`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from beirx.artifacts.manifest import DatasetSide
+from beirx.artifacts.subset import SubsetCounts, SubsetManifest, SubsetMethod, subset_name
+from beirx.atomic import atomic_dir, atomic_writer
+from beirx.data import beir_io
+from beirx.data.dataset import BeirDataset
+from beirx.data.records import Query
+from beirx.errors import BeirxError, DataError
+from beirx.evaluate.systems import System
+from beirx.language_packs import get_pack
+from beirx.progress import progress
+from beirx.provenance import Timer, environment_versions
+from beirx.subsets.pool import depth_that_fits, entry_depths, pool_runs
+from beirx.subsets.sample import sample_queries
+
+log = logging.getLogger(__name__)
+
+
+def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool: dict[str, System], depth: int,
+                max_docs: int | None = None, seed: int = 0, stratify: bool = False, split: str | None = None,
+                show_progress: bool = True, use_cache: bool = True) -> SubsetManifest:
+    """Write the subset of ``dataset`` to ``output`` and return its manifest (also ``output/subset.json``)."""
+    from beirx.data.catalogue import test_split_for
+
+    started = time.time()
+    output = Path(output)
+    _check_output(output, dataset)
+    split = split or test_split_for(dataset.name)
+    timer = Timer()
+    with timer.section("queries"):
+        qrels = dataset.qrels(split)
+        judged_queries = _judged_queries(dataset, qrels)
+        chosen = sample_queries(qrels, set(judged_queries), queries, seed, stratify)
+        if not chosen.kept:
+            raise DataError(dataset.qrels_path(split), "no judged query has a relevant document and a text")
+        kept = {qid: judged_queries[qid] for qid in chosen.kept}
+    with timer.section("pool"):
+        pooled = pool_runs(dataset, get_pack(dataset.lang), kept, pool, depth, show_progress, use_cache) \
+            if depth > 0 else []
+    judged = {did for qid in kept for did in qrels[qid]}
+    entry = entry_depths(pooled)
+    with timer.section("corpus_scan"):
+        scan = _scan(dataset, judged | set(entry), judged, max_docs or 0, seed, show_progress)
+    judged_present = judged & scan.present
+    entry = {did: rank for did, rank in entry.items() if did in scan.present and did not in judged}
+    reached = depth_that_fits(entry, judged_present, depth, max_docs)
+    pooled_ids = {did for did, rank in entry.items() if rank <= reached}
+    selected = judged_present | pooled_ids
+    fill = _fill(scan, entry, reached, max(0, (max_docs or 0) - len(selected)))
+    keep = selected | fill
+    if max_docs is not None and len(judged_present) > max_docs:
+        log.warning("the %d documents judged for the %d kept queries exceed --max-docs %d: all are kept, with no "
+                    "pool and no random fill", len(judged_present), len(kept), max_docs)
+    elif reached < depth and pooled:
+        log.info("pool depth shrank from %d to %d to fit --max-docs %d", depth, reached, max_docs)
+    if len(judged_present) < len(judged):
+        log.warning("%d documents judged for the kept queries are not in %s (e.g. %s); they count as unretrievable",
+                    len(judged - judged_present), dataset.corpus_path.name, sorted(judged - judged_present)[0])
+
+    name = subset_name(dataset.name)
+    manifest = SubsetManifest(
+        name=name, language=dataset.lang,
+        source=DatasetSide(path=str(dataset.root), name=dataset.name, lang=dataset.lang, checksum=dataset.checksum()),
+        split=split,
+        method=SubsetMethod(queries=queries, stratify=stratify, seed=seed, depth=depth, depth_reached=reached,
+                            max_docs=max_docs),
+        pool=[p.system for p in pooled],
+        counts=SubsetCounts(candidate_queries=chosen.candidates, queries=len(kept), strata=chosen.strata,
+                            qrels=sum(len(qrels[q]) for q in kept), source_documents=scan.total,
+                            judged=len(judged_present), judged_missing=len(judged) - len(judged_present),
+                            pooled=len(pooled_ids), random=len(fill), documents=len(keep)),
+        query_ids=list(kept), versions=environment_versions())
+    with timer.section("write"):
+        with atomic_dir(output) as tmp:
+            written = _copy_records(dataset.corpus_path, tmp / "corpus.jsonl", keep, show_progress, "documents")
+            _copy_records(dataset.queries_path, tmp / "queries.jsonl", set(kept), show_progress, "queries")
+            beir_io.write_qrels(tmp / "qrels" / f"{split}.tsv", {qid: qrels[qid] for qid in kept})
+            if written != len(keep):  # pragma: no cover - the scan and the copy read the same file
+                raise BeirxError(f"{dataset.corpus_path} changed while the subset was cut; run again")
+            manifest.timings = {**timer.seconds, "total": round(time.time() - started, 3)}
+            manifest.save(SubsetManifest.path_in(tmp))
+    log.info("subset %s: %d queries, %d documents (%d judged, %d pooled at depth %d, %d random) -> %s", name,
+             len(kept), len(keep), len(judged_present), len(pooled_ids), reached, len(fill), output)
+    return manifest
+
+
+def _check_output(output: Path, dataset: BeirDataset) -> None:
+    """Never overwrite the source or a folder that is not a subset (a previous subset is replaced whole)."""
+    if output.resolve() == dataset.root.resolve():
+        raise BeirxError(f"the output folder {output} is the source dataset; choose another --output")
+    if output.exists() and (not output.is_dir() or (any(output.iterdir())
+                                                    and not SubsetManifest.path_in(output).is_file())):
+        raise BeirxError(f"{output} exists and is not a beirx subset; choose an empty or new --output")
+
+
+def _judged_queries(dataset: BeirDataset, qrels) -> dict[str, Query]:
+    """The judged queries of the split that have a text, streamed from the queries file."""
+    found = {}
+    for query in beir_io.iter_queries(dataset.queries_path):
+        if query.id in qrels and query.text.strip():
+            found[query.id] = query
+    return found
+
+
+class _Scan:
+    """What one pass over the corpus learns: which wanted IDs exist, the corpus size, and fill candidates."""
+
+    def __init__(self, limit: int):
+        self.present: set[str] = set()
+        self.total = 0
+        self.limit = limit
+        self.heap: list[tuple[float, str]] = []  # (-priority, id): the `limit` smallest priorities
+        self.priority: dict[str, float] = {}  # of the pooled (not judged) documents, which may end up as fill
+
+    def offer(self, priority: float, doc_id: str) -> None:
+        if len(self.heap) < self.limit:
+            heapq.heappush(self.heap, (-priority, doc_id))
+        elif self.heap and priority < -self.heap[0][0]:
+            heapq.heapreplace(self.heap, (-priority, doc_id))
+
+
+def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, seed: int, show: bool) -> _Scan:
+    rng = random.Random(f"{seed}:fill")
+    scan = _Scan(limit)
+    docs = progress(beir_io.iter_corpus(dataset.corpus_path), desc="subset: reading the corpus", unit="docs",
+                    enabled=show)
+    for doc in docs:
+        scan.total += 1
+        priority = rng.random()  # drawn for every document, so the fill depends only on the seed and the file
+        if doc.id in wanted:
+            scan.present.add(doc.id)
+            if doc.id not in judged:
+                scan.priority[doc.id] = priority
+        else:
+            scan.offer(priority, doc.id)
+    return scan
+
+
+def _fill(scan: _Scan, entry: dict[str, int], reached: int, k: int) -> set[str]:
+    """The ``k`` documents with the smallest priorities among those neither judged nor pooled at ``reached``."""
+    if k <= 0:
+        return set()
+    eligible = [(-neg, did) for neg, did in scan.heap]
+    eligible += [(scan.priority[did], did) for did, rank in entry.items() if rank > reached]
+    return {did for _, did in heapq.nsmallest(k, eligible)}
+
+
+def _copy_records(source: Path, target: Path, keep: set[str], show: bool, unit: str) -> int:
+    """Copy the lines of ``source`` whose ``_id`` is in ``keep``, unchanged and in order; return how many."""
+    count = 0
+    with atomic_writer(target) as out:
+        for line in progress(_record_lines(source), desc=f"subset: writing {unit}", unit="lines", enabled=show):
+            doc_id, text = line
+            if doc_id in keep:
+                out.write(text if text.endswith("\n") else text + "\n")
+                count += 1
+    return count
+
+
+def _record_lines(path: Path) -> Iterator[tuple[str, str]]:
+    """``(_id, raw line)`` of every record (the file was checked by the first pass's reader)."""
+    for line_no, line in beir_io.read_lines(path):
+        if not line.strip():
+            continue
+        record, problem = beir_io.parse_record(line, require_text=False)
+        if problem:
+            raise DataError(path, problem, line_no)
+        yield record["_id"], line
