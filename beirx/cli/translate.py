@@ -162,8 +162,12 @@ def run(args) -> int:
     if args.shard and args.assemble is not None:
         raise BeirxError("--shard and --assemble are two steps: run the shards first, then --assemble")
     if args.dry_run:
+        from beirx.translate.subset_cost import share_of_full
+
         with TranslationMemory(memory_path) as memory:
-            print(json.dumps(pipeline.dry_run(dataset, translator, memory, **common), indent=2, ensure_ascii=False))
+            summary = pipeline.dry_run(dataset, translator, memory, **common)
+            summary.update(share_of_full(dataset, translator, memory, summary, **common) or {})
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
         return 0
     if args.shard:
         budget.require_cap(translator, args.max_cost)

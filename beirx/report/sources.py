@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from beirx.artifacts.subset import SubsetManifest
 from beirx.report.load import Result
 from beirx.report.translations import Translation
 
@@ -55,3 +56,11 @@ class Sources:
                             "quality encoder": f"{quality.encoder_model}@{quality.encoder_revision}",
                             "translated checksum": quality.translated.checksum})
         return self._add(id(translation), "translation", translation.folder, details)
+
+    def subset(self, folder, manifest: SubsetManifest) -> int:
+        method = manifest.method
+        details = {"source": f"{manifest.family} [{manifest.split}] {manifest.source.checksum}",
+                   "method": f"{manifest.counts.queries} queries (seed {method.seed}), pool depth "
+                             f"{method.depth_reached} of {method.depth}, max_docs {method.max_docs}",
+                   "pooling systems": ", ".join(p.label for p in manifest.pool) or "–"}
+        return self._add(id(manifest), "subset", str(folder), details)

@@ -317,13 +317,15 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
     """What :func:`translate_dataset` would send to the backend, without translating or writing anything.
 
     Counts segments and the characters still missing from the memory and, for paid backends (whose
-    ``estimate_cost`` gives one), the list-price estimate. Placeholder fallbacks are unknown before translating.
+    ``estimate_cost`` gives one), the list-price estimate. ``characters_total`` and ``tokens_total`` (the
+    backend's units) count every unique segment, translated or not: what the dataset costs from scratch, e.g.
+    to compare a subset with its full dataset. Placeholder fallbacks are unknown before translating.
     """
     fields = _check_fields(fields, limit)
     planner, _ = _planner(translator, verbatim, verbatim_kinds, max_segment_tokens)
     counts = Counts(billable=translator.billable_characters)
     system = memory.register(translator.describe(), translator.src, translator.tgt, translator.earlier_descriptions)
-    unique = known = characters = 0
+    unique = known = characters = characters_total = tokens_total = 0
     tokens = Estimate(translator) if planner.unit_tokens else None
     with SegmentStore(memory.path.parent) as store:
         _plan(dataset, fields, limit, planner, store, counts)
@@ -332,10 +334,13 @@ def dry_run(dataset: BeirDataset, translator: Translator, memory: TranslationMem
             unique, known = unique + len(chunk), known + len(found)
             missing = [s for s in chunk if s not in found]
             characters += translator.billable_characters(missing)
+            characters_total += translator.billable_characters(chunk)
+            tokens_total += sum(map(translator.count_tokens, chunk))
             if tokens is not None:
                 tokens.add(missing)
     summary = {"segments_total": counts.segments_total, "segments_unique": unique, "from_memory": known,
                "to_translate": unique - known, "characters_to_translate": characters,
+               "characters_total": characters_total, "tokens_total": tokens_total,
                "split_long": planner.long_sentences}
     cost = translator.estimate_cost(summary["characters_to_translate"])
     if cost is not None:

@@ -1,0 +1,44 @@
+"""What translating a subset costs next to its full dataset: the share of characters, tokens and segments.
+
+A subset (``beirx subset``) records the dataset it was cut from; both are planned like a dry run
+(:func:`beirx.translate.pipeline.dry_run`: segmented, nothing translated) with the same translator and options,
+and the subset's totals are divided by the full dataset's. Totals count every unique segment whether or not
+the translation memory already holds it, so the share does not depend on what was translated before.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from beirx.data.dataset import BeirDataset
+from beirx.translate.backends.base import Translator
+from beirx.translate.memory import TranslationMemory
+
+log = logging.getLogger(__name__)
+
+TOTALS = ("characters_total", "tokens_total", "segments_unique")
+
+
+def share_of_full(subset: BeirDataset, translator: Translator, memory: TranslationMemory,
+                  subset_plan: dict[str, Any] | None = None, **options: Any) -> dict[str, Any] | None:
+    """``{"full_dataset": {...totals}, "share_of_full": {total: fraction}}`` for a subset, None for another dataset
+    or when the full dataset is gone or changed (logged). ``subset_plan``: the subset's dry run, if done."""
+    from beirx.translate.pipeline import dry_run
+
+    manifest = subset.subset
+    if manifest is None:
+        return None
+    source = Path(manifest.source.path)
+    if not source.is_dir():
+        log.warning("cannot compare with the full dataset: %s (recorded in subset.json) is not there", source)
+        return None
+    full = BeirDataset(source, lang=manifest.language)
+    if full.checksum() != manifest.source.checksum:
+        log.warning("cannot compare with the full dataset: %s changed since the subset was cut", source)
+        return None
+    mine = subset_plan or dry_run(subset, translator, memory, **options)
+    whole = dry_run(full, translator, memory, **options)
+    return {"full_dataset": {"path": str(source), **{k: whole[k] for k in TOTALS}},
+            "share_of_full": {k: round(mine[k] / whole[k], 6) if whole[k] else None for k in TOTALS}}

@@ -1,0 +1,136 @@
+"""The ranking check: Kendall's tau equal to scipy's and to hand counts, ranks and swapped pairs, each system's
+metric equal to pytrec_eval on the full set and the subset, the check in subset.json and in ``beirx report``,
+and the cost of translating a subset next to its full dataset (``beirx translate --dry-run``)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from scipy.stats import kendalltau
+
+from conftest import write_beir
+from test_subsets import DOCS, QRELS, QUERIES, _run_file
+
+from beirx.artifacts import SubsetManifest
+from beirx.cli import main
+from beirx.data.dataset import BeirDataset
+from beirx.errors import BeirxError
+from beirx.evaluate.metrics import evaluate
+from beirx.evaluate.runs import read_trec
+from beirx.subsets.build import make_subset
+from beirx.subsets.check import check_ranking, compare, kendall_tau
+from beirx.subsets.systems import parse_pool, parse_systems
+
+
+def test_tau_equals_scipy_and_hand_counts():
+    full, subset = [0.5, 0.4, 0.3, 0.2], [0.45, 0.41, 0.2, 0.3]  # one of 6 pairs discordant
+    tau, p = kendall_tau(full, subset)
+    assert tau == pytest.approx((5 - 1) / 6) and tau == kendalltau(full, subset).statistic
+    assert p == kendalltau(full, subset).pvalue
+    tau, _ = kendall_tau([3, 2, 1], [2, 2, 1])  # tau-b with a tie: (2 - 0) / sqrt(3 * 2)
+    assert tau == pytest.approx(2 / math.sqrt(6))
+    assert kendall_tau([1, 2, 3], [3, 2, 1])[0] == -1.0
+    assert kendall_tau([0.5], [0.5]) == (None, None) and kendall_tau([1, 2], [3, 3]) == (None, None)
+
+
+def test_compare_ranks_swaps_and_warns():
+    check = compare(["a", "b", "c", "d"], [0.5, 0.4, 0.3, 0.2], [0.45, 0.41, 0.2, 0.3], metric="NDCG@10",
+                    split="test", threshold=0.9, full_checksum="sha256:f", subset_checksum="sha256:s")
+    assert [(s.label, s.full_rank, s.subset_rank) for s in check.systems] == [("a", 1, 1), ("b", 2, 2), ("c", 3, 4),
+                                                                               ("d", 4, 3)]
+    assert check.swapped == ["c vs d: +0.1000 on the full set, -0.1000 on the subset"]
+    assert check.warning.startswith("Kendall's tau 0.667 is below 0.9") and "1 of 6 pairs swapped" in check.warning
+    agreeing = compare(["a", "b"], [0.5, 0.4], [0.3, 0.2], metric="NDCG@10", split="test", threshold=0.9,
+                       full_checksum="f", subset_checksum="s")
+    assert agreeing.tau == 1.0 and agreeing.warning is None and agreeing.swapped == []
+
+
+@pytest.fixture
+def pair(tmp_path):
+    full = BeirDataset(write_beir(tmp_path / "toy", DOCS, QUERIES, QRELS), name="toy")
+    make_subset(full, tmp_path / "sub", queries=6, pool=parse_pool(["bm25:fields=flat"]), depth=3, max_docs=20,
+                seed=1, show_progress=False)
+    return full, BeirDataset(tmp_path / "sub")
+
+
+def test_check_evaluates_both_sides_and_records_the_check(pair, tmp_path):
+    full, subset = pair
+    run = _run_file(tmp_path / "ext.trec", {f"q{i}": [f"d{i:02d}", "d30", f"d{i + 1:02d}"] for i in range(1, 9)})
+    systems = parse_systems(["bm25:fields=flat", "bm25", str(run)])
+    check = check_ranking(full, subset, systems, tmp_path / "check", show_progress=False)
+    by_label = {s.label: s for s in check.systems}
+    # the run file on each side, scored by pytrec_eval: whole on the full set, restricted on the subset
+    whole = evaluate(full.qrels("test"), read_trec(run, queries=set(full.qrels("test"))))
+    assert by_label["run ext.trec"].full == pytest.approx(whole.metrics["NDCG@10"], abs=1e-12)
+    docs = set(subset.corpus)
+    restricted = {q: {d: s for d, s in docs_.items() if d in docs} for q, docs_ in read_trec(run).items()
+                  if q in subset.subset.query_ids}
+    assert by_label["run ext.trec"].subset == pytest.approx(evaluate(subset.qrels("test"), restricted)
+                                                            .metrics["NDCG@10"], abs=1e-12)
+    for label, agreement in by_label.items():
+        for side, path in (("full", agreement.full_results), ("subset", agreement.subset_results)):
+            assert json.loads(open(path).read())["metrics"]["NDCG@10"] == getattr(agreement, side)
+    assert check.tau == pytest.approx(kendalltau([s.full for s in check.systems],
+                                                 [s.subset for s in check.systems]).statistic)
+    assert SubsetManifest.load(subset.root / "subset.json").ranking_check == check
+    assert check.full_checksum == full.checksum() and check.subset_checksum == subset.checksum()
+
+
+def test_report_shows_the_check(pair, tmp_path):
+    from beirx.report.build import build_report
+
+    full, subset = pair
+    check_ranking(full, subset, parse_systems(["bm25:fields=flat", "bm25"]), tmp_path / "check",
+                  show_progress=False)
+    report = build_report([tmp_path / "check"], tmp_path / "report", plots=False)
+    table = report.tables["ranking_check"]
+    assert [c.value for c in table.rows[0][:2]] == ["toy-subset (6 q, 20 docs)",
+                                                    SubsetManifest.find(subset.root).ranking_check.systems[0].label]
+    assert len(table.rows) == 2 and table.rows[0][6].value == SubsetManifest.find(subset.root).ranking_check.tau
+    assert "Subset ranking check" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_check_refuses_another_dataset(pair, tmp_path):
+    full, subset = pair
+    other = BeirDataset(write_beir(tmp_path / "other", DOCS[:20], QUERIES, QRELS), name="toy")
+    with pytest.raises(BeirxError, match="is not the dataset .* was cut from"):
+        check_ranking(other, subset, parse_systems(["bm25", "bm25:fields=flat"]), tmp_path / "c", show_progress=False)
+    with pytest.raises(BeirxError, match="at least two systems"):
+        check_ranking(full, subset, parse_systems(["bm25"]), tmp_path / "c", show_progress=False)
+
+
+def _word(i: int) -> str:
+    return "".join(chr(ord("a") + int(c)) for c in str(i))  # 12 -> "bc": no digits to keep verbatim
+
+
+def test_dry_run_states_the_share_of_the_full_dataset(tmp_path, capsys):
+    from beirx.translate.backends import TRANSLATORS
+
+    docs = [{"_id": d["_id"], "title": f"title {_word(i)}", "text": f"document {_word(i)} about it"}
+            for i, d in enumerate(DOCS)]
+    queries = [{"_id": q["_id"], "text": f"topic {_word(i)}" if q["text"].strip() else ""} for i, q in enumerate(QUERIES)]
+    full = BeirDataset(write_beir(tmp_path / "words", docs, queries, QRELS))
+    make_subset(full, tmp_path / "sub", queries=6, pool={}, depth=0, max_docs=15, seed=1, show_progress=False)
+    subset = BeirDataset(tmp_path / "sub")
+    TRANSLATORS.register("word-reverser", "suite_helpers:WordReverser")
+    assert main(["translate", "--dataset", str(subset.root), "--lang", "xx", "--translator", "word-reverser",
+                 "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+
+    def characters(kept_docs, kept_queries):  # one sentence per text, none repeated: a segment is a whole text
+        return sum(len(d["title"]) + len(d["text"]) for d in kept_docs) + sum(len(q["text"]) for q in kept_queries)
+
+    kept = set(subset.subset.query_ids)
+    mine = characters([d for d in docs if d["_id"] in subset.corpus], [q for q in queries if q["_id"] in kept])
+    whole = characters(docs, queries)
+    assert plan["characters_total"] == plan["characters_to_translate"] == mine
+    assert plan["full_dataset"] == {"path": str(full.root), "characters_total": whole,
+                                    "tokens_total": 2 * 40 + 4 * 40 + 2 * 10, "segments_unique": 40 + 40 + 10}
+    assert plan["share_of_full"]["characters_total"] == round(mine / whole, 6)
+    assert plan["share_of_full"]["segments_unique"] == round((15 + 15 + 6) / 90, 6)
+    assert plan["share_of_full"]["tokens_total"] == round((2 * 15 + 4 * 15 + 2 * 6) / 260, 6)
+    assert main(["translate", "--dataset", str(full.root), "--lang", "xx", "--translator", "word-reverser",
+                 "--dry-run"]) == 0
+    assert "share_of_full" not in json.loads(capsys.readouterr().out)
