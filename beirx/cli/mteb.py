@@ -1,4 +1,5 @@
-"""``beirx mteb task|results``: a dataset as an MTEB retrieval task; beirx results in MTEB's format."""
+"""``beirx mteb task|results|benchmark``: a dataset as an MTEB retrieval task; beirx results in MTEB's format; a
+suite of datasets as one MTEB ``Benchmark`` with its results table."""
 
 from __future__ import annotations
 
@@ -39,6 +40,82 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     res.add_argument("--output", type=output_dir, required=True, help="MTEB results folder (results/ of the results repo)")
     res.add_argument("--model", default=None, help="model name (default: the system recorded in each file)")
     res.add_argument("--revision", default=None, help="model revision (default: recorded, else no_revision_available)")
+
+    bench = sub.add_parser("benchmark", help="write an MTEB Benchmark of several datasets (a suite) and its results table",
+                           description="Write one task file per dataset and benchmark.py (an mteb.Benchmark loading "
+                                       "them) into --output; optionally evaluate models and write results.md.")
+    bench.add_argument("datasets", metavar="DATASET", nargs="*", help="BEIR folders (translations) in the benchmark")
+    bench.add_argument("--suite", type=Path, default=None,
+                       help="a suite file: its translated datasets (built by beirx suite build) instead of DATASETs")
+    bench.add_argument("--name", default=None, help="benchmark name (default: the suite's)")
+    bench.add_argument("--description", default=None, help="description (default: generated from the tasks)")
+    bench.add_argument("--reference", default=None, help="a URL about the benchmark")
+    bench.add_argument("--contact", action="append", default=None, help="a maintainer (e.g. a GitHub handle)")
+    bench.add_argument("--output", type=Path, default=None, help="folder (default ./mteb-benchmark, or the suite's mteb/)")
+    bench.add_argument("--evaluate", metavar="MODEL", action="append", default=[],
+                       help="run mteb.evaluate with this sentence-transformers model (repeatable)")
+    bench.add_argument("--beirx-results", metavar="RESULTS", type=Path, nargs="+", default=[],
+                       help="beirx results files or folders on the benchmark's datasets, added to the results table")
+    bench.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size for --evaluate")
+
+
+def _benchmark(args) -> int:
+    from beirx.publish.mteb_benchmark import (RESULTS_TABLE, evaluate_benchmark, load_benchmark, write_benchmark,
+                                              write_results_table)
+
+    datasets, name, output = _benchmark_datasets(args)
+    path, specs = write_benchmark(datasets, output, name=name, description=args.description,
+                                  reference=args.reference, contacts=args.contact)
+    print(f"benchmark {name}: {len(specs)} tasks ({', '.join(s.name for s in specs)}) -> {path}")
+    if not (args.evaluate or args.beirx_results):
+        return 0
+    results = output / "results"
+    if args.beirx_results:
+        _convert_results(args.beirx_results, datasets, specs, results / "results")
+    benchmark = load_benchmark(path)
+    for model in args.evaluate:
+        evaluate_benchmark(benchmark, model, results, args.batch_size)
+    table = write_results_table(benchmark, results, output / RESULTS_TABLE)
+    print(table.read_text(encoding="utf-8"))
+    return 0
+
+
+def _benchmark_datasets(args):
+    """The datasets, the benchmark name and the output folder, from DATASETs or a suite's translations."""
+    from beirx.data.dataset import BeirDataset
+    from beirx.data.language import dataset_language
+    from beirx.errors import BeirxError
+
+    if args.suite:
+        from beirx.artifacts.suite import SuiteState
+        from beirx.suites.config import load_suite
+
+        suite = load_suite(args.suite)
+        state = SuiteState.load_optional(SuiteState.path_in(suite.output))
+        done = [Path(s.output) for s in (state.steps if state else []) if s.step == "translate"]
+        if not done:
+            raise BeirxError(f"{args.suite}: no translated dataset yet; run  beirx suite build {args.suite}")
+        folders, name = done, args.name or suite.name
+        output = args.output or suite.output / "mteb"
+    else:
+        if not args.datasets or not args.name:
+            raise BeirxError("name the datasets and --name (or pass --suite SUITE.toml)")
+        folders, name, output = [Path(d) for d in args.datasets], args.name, args.output or Path("mteb-benchmark")
+    return [BeirDataset(f, lang=dataset_language(str(f), None)[0]) for f in folders], name, output
+
+
+def _convert_results(inputs, datasets, specs, target: Path) -> None:
+    """beirx results on the benchmark's datasets into the results folder, one model per beirx system."""
+    from beirx.artifacts.results import ResultsDocument
+    from beirx.publish.mteb_results import write_mteb_results
+
+    tasks = {(d.name, d.lang): s.name for d, s in zip(datasets, specs)}
+    files = [p for item in inputs for p in (sorted(item.rglob("*.json")) if item.is_dir() else [item])]
+    for path in files:
+        doc = ResultsDocument.load_if_any(path) if path.is_file() else None
+        task = tasks.get((doc.family, doc.corpus_language)) if doc else None
+        if task is not None and doc.language_pair == doc.corpus_language:
+            write_mteb_results(doc, task, target, model_name=f"beirx/{doc.system.tag}")
 
 
 def _task(args) -> int:
@@ -86,4 +163,4 @@ def _results(args) -> int:
 
 
 def run(args) -> int:
-    return _task(args) if args.what == "task" else _results(args)
+    return {"task": _task, "results": _results, "benchmark": _benchmark}[args.what](args)

@@ -18,6 +18,7 @@ from typing import Any
 from beirx.artifacts.manifest import FILENAME, TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.results import ResultsDocument
+from beirx.artifacts.subset import SubsetManifest
 from beirx.data.front_matter import with_front_matter
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,26 @@ def translation_provenance(manifest: TranslationManifest | None) -> dict[str, An
         "partial": manifest.partial,
         "created": manifest.created,
     }
+
+
+def subset_note(root: Path) -> str | None:
+    """One sentence on how a beirx subset (or a translation of one) was cut, for cards and MTEB task descriptions;
+    None for any other dataset."""
+    behind = SubsetManifest.behind(root)
+    if behind is None:
+        return None
+    manifest = behind[1]
+    counts, method = manifest.counts, manifest.method
+    pool = ", ".join(p.label for p in manifest.pool) or "no system"
+    note = (f"A beirx subset of {manifest.family} ({manifest.split}): {counts.queries} of {counts.candidate_queries} "
+            f"judged queries (seed {method.seed}{', stratified' if method.stratify else ''}) and {counts.documents:,} "
+            f"of {counts.source_documents:,} documents: every judged document ({counts.judged:,}), the top "
+            f"{method.depth_reached} of {pool} ({counts.pooled:,}) and a random fill ({counts.random:,}).")
+    check = manifest.ranking_check
+    if check is not None and check.tau is not None:
+        note += (f" Kendall's tau between the full set's and the subset's ordering of {len(check.systems)} systems "
+                 f"by {check.metric}: {check.tau:.3f}.")
+    return note
 
 
 def read_quality(root: Path) -> dict[str, float]:

@@ -149,6 +149,9 @@ def card_info(dataset: BeirDataset, *, repo_id: str, configs: list[dict[str, Any
         summary = f"{base_title} in BEIR layout, exported by beirx for `datasets`, MTEB and beirx."
     if info:
         summary += f" Task: {info.task}; domain: {info.domain}."
+    note = cards.subset_note(dataset.root)
+    if note:
+        summary += f" {note}"
     return {
         "name": dataset.name,
         "lang": pack.code,

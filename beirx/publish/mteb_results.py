@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.artifacts.results import MetricKey, ResultsDocument
+from beirx.artifacts.subset import SUFFIX as SUBSET_SUFFIX
 from beirx.atomic import write_json
 from beirx.errors import BeirxError
 
@@ -154,16 +155,20 @@ def check_task_matches(beirx_results: ResultsDocument, task_name: str) -> None:
     from beirx.data import catalogue
 
     lang = str(beirx_results.query_language or beirx_results.corpus_language or "en").lower()
-    match = re.search(r"-([A-Za-z]{2})(?:-beirx)?$", task_name)
+    match = re.search(r"-([A-Za-z]{2})(Subset)?(?:-beirx)?$", task_name)
     task_lang = match.group(1).lower() if match else "en"
     if task_lang != lang:
         raise BeirxError(f"results of {beirx_results.family!r} in {lang!r} cannot be results of MTEB task "
                          f"{task_name} ({task_lang!r}); pass the task of that language")
+    subset_task = bool(match.group(2)) if match else bool(re.search(r"Subset(?:-beirx)?$", task_name))
+    if subset_task != beirx_results.family.endswith(SUBSET_SUFFIX):
+        raise BeirxError(f"results of {beirx_results.family!r} cannot be results of MTEB task {task_name}: one is a "
+                         "beirx subset (name ending in -subset / Subset) and the other is not")
     info = catalogue.lookup(beirx_results.family)
-    family = task_name[: match.start()] if match else task_name
+    family = task_name[: match.start()] if match else re.sub(r"(?:Subset)?(?:-beirx)?$", "", task_name)
     if info is not None and info.mteb_task and family.lower() != info.mteb_task.lower():
         raise BeirxError(f"results of {info.name} cannot be results of MTEB task {task_name} (expected "
-                         f"{info.mteb_task}{'-' + lang.upper() if lang != 'en' else ''})")
+                         f"{info.mteb_task}{'-' + lang.upper() if lang != 'en' else ''}{'Subset' if subset_task else ''})")
 
 
 def catalogue_task_name(dataset_name: str, lang: str) -> str:

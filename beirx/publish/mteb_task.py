@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts.subset import SUFFIX as SUBSET_SUFFIX
 from beirx.atomic import atomic_writer
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, require
@@ -122,7 +123,8 @@ def _builtin_task(name: str):
 
 
 def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]:
-    """``(name, original_mteb_task_class_or_None)``: ``SciFact-PL`` for a Polish SciFact, ``-beirx`` if taken."""
+    """``(name, original_mteb_task_class_or_None)``: ``SciFact-PL`` for a Polish SciFact, ``-beirx`` if taken;
+    ``SciFact-PLSubset`` for a Polish translation of a beirx subset of SciFact (``SciFactSubset`` in English)."""
     from beirx.data import catalogue
 
     info = catalogue.lookup(dataset.name)
@@ -130,6 +132,8 @@ def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]
     base = info.mteb_task if original is not None else (info.title if info else dataset.name)
     base = re.sub(r"[^0-9A-Za-z._-]+", "-", base).strip("-")
     name = f"{base}-{dataset.lang.upper()}" if translated or dataset.lang != "en" else base
+    if info is not None and dataset.name.endswith(SUBSET_SUFFIX):
+        name += "Subset"  # a beirx subset, spelled as MTEB spells its variants (MSMARCO-PLHardNegatives)
     return name, original
 
 
@@ -173,6 +177,9 @@ def build_spec(dataset: BeirDataset, *, dataset_path: str, dataset_revision: str
             description += f" Original task: {meta.description}"
     else:
         description = meta.description if meta is not None else f"{title} retrieval (BEIR layout), via beirx."
+    note = cards.subset_note(dataset.root)
+    if note:
+        description += f" {note}"
     bibtex = "\n\n".join(b.strip() for b in (meta.bibtex_citation if meta is not None else "", cards.citations()) if b)
     bibtex = f"\n{bibtex}\n"  # mteb's own layout: the entries start and end on a line of their own
     license_id = (info.license if info else None) or (meta.license if meta is not None else None)
@@ -410,5 +417,7 @@ def mteb_encoder(model_name: str):
     # length (a dense retriever in this process may have changed the shared one), and loading by the name
     # the user gave keeps that name in MTEB's model metadata.
     model = SentenceTransformer(model_name, device=choose_device(None))
+    if not model.model_card_data.model_name:  # else MTEB files a local folder's results as no_model_name/available
+        model.model_card_data.model_name = Path(model_name).name if Path(model_name).is_dir() else model_name
     wrapper = SentenceTransformerEncoderWrapper(model, model_prompts=mteb_prompts or None)
     return wrapper, mteb_prompts
