@@ -143,7 +143,27 @@ def test_no_import_cycles_between_modules():
     assert sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(b, a)}) == []
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"]])
+def test_subsets_is_a_stage_after_evaluate_and_suites_sit_above_the_stages():
+    """subsets may use evaluate (pooling, the ranking check) but no later stage; no stage imports subsets or suites
+    (suites orchestrate the stages; only the CLI imports suites)."""
+    result = _walk("beirx.subsets")
+    assert {"beirx.subsets.build", "beirx.subsets.check"} <= set(result["walked"]) and not result["skipped"]
+    later = ("beirx.translate", "beirx.publish", "beirx.report", "beirx.suites", "beirx.cli", "beirx.train")
+    assert [m for m in result["modules"] if m.startswith(later)] == []
+    lazy = {f: sorted(n for n in names if n.startswith(later))
+            for f, names in _imports_in_source("beirx.subsets").items()}
+    assert {f: n for f, n in lazy.items() if n} == {}
+    for package in ("beirx.data", "beirx.models", "beirx.artifacts", "beirx.evaluate", "beirx.translate",
+                    "beirx.publish", "beirx.report", "beirx.train", "beirx.subsets"):
+        above = ("beirx.suites", "beirx.cli") + (() if package == "beirx.subsets" else ("beirx.subsets",))
+        found = {f: sorted(n for n in names if n.startswith(above)) for f, names in _imports_in_source(package).items()}
+        assert {f: n for f, n in found.items() if n} == {}, package
+    suites = set().union(*_imports_in_source("beirx.suites").values())
+    assert not {n for n in suites if n.startswith("beirx.cli")}
+    assert {"beirx.subsets.build", "beirx.translate.pipeline", "beirx.publish.mteb_benchmark"} <= suites
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["subset", "--help"], ["suite", "--help"]])
 def test_help_imports_no_heavy_library(argv):
     code = ("import json, runpy, sys\n"
             f"sys.argv = ['beirx', *{argv!r}]\n"
