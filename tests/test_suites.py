@@ -117,6 +117,13 @@ batch_size = 8
     [result] = list((out / "mteb" / "results" / "results").glob("tiny-st/*/toy-subset-ES.json"))
     score = json.loads(result.read_text())["scores"]["test"][0]["main_score"]
     assert row == f"| tiny-st | {score:.4f} | {score:.4f} |"
+    # beirx's own systems join the results table: results on the translated dataset, converted to MTEB's format
+    assert main(["eval", "--dataset", str(translated.root), "--retriever", "bm25", "--name", "BM25",
+                 "--output", str(tmp_path / "eval")]) == 0
+    assert main(["mteb", "benchmark", "--suite", str(path), "--beirx-results", str(tmp_path / "eval")]) == 0
+    bm25 = json.loads(next((tmp_path / "eval").glob("*.json")).read_text())["metrics"]["NDCG@10"]
+    table = (out / "mteb" / "results.md").read_text(encoding="utf-8")
+    assert f"| beirx/BM25 | {bm25:.4f} | {bm25:.4f} |" in table and row in table
     again = build_suite(load_suite(path), show_progress=False)
     assert again.ran == [] and [s.step for s in again.skipped] == [s.step for s in builder.ran]
     assert main(["suite", "status", str(path)]) == 0

@@ -70,13 +70,10 @@ def _read_run(path: Path, queries: dict[str, Query]) -> Run:
 
 
 def _file_description(path: Path) -> dict:
-    import hashlib
+    """As the runner describes a run file: its path and the sha256 of its bytes."""
+    from beirx.checksums import corpus_checksum  # sha256 of one file, memoised by size and mtime
 
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return {"retriever": "run_file", "path": str(path), "sha256": h.hexdigest()}
+    return {"retriever": "run_file", "path": str(path), "sha256": corpus_checksum(path).removeprefix("sha256:")}
 
 
 def entry_depths(pooled: Iterable[Pooled]) -> dict[str, int]:

@@ -18,7 +18,6 @@ Layout of ``OUTPUT``::
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -45,7 +44,9 @@ def dataset_checksum(folder: Path) -> str | None:
 
 
 def _file_checksum(path: Path) -> str | None:
-    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    from beirx.checksums import corpus_checksum  # sha256 of one file
+
+    return corpus_checksum(path) if path.is_file() else None
 
 
 def _export_checksum(folder: Path) -> str | None:
@@ -83,7 +84,7 @@ class SuiteBuilder:
         entry = SuiteStep(step=step, dataset=dataset, language=language, inputs=inputs, output=str(output),
                           output_checksum=checksum, seconds=round(time.time() - started, 3), details=details)
         self.state.record(entry)
-        self.state.versions = environment_versions()
+        self.state.name, self.state.versions = self.suite.name, environment_versions()
         self.state.save(self.state_path)
         self.ran.append(entry)
         return entry
