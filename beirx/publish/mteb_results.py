@@ -155,7 +155,7 @@ def check_task_matches(beirx_results: ResultsDocument, task_name: str) -> None:
     from beirx.data import catalogue
 
     lang = str(beirx_results.query_language or beirx_results.corpus_language or "en").lower()
-    match = re.search(r"-([A-Za-z]{2})(Subset)?(?:-beirx)?$", task_name)
+    match = re.search(r"-([A-Za-z]{2})(?:Subset)?(?:-beirx)?$", task_name)
     task_lang = match.group(1).lower() if match else "en"
     if task_lang != lang:
         raise BeirxError(f"results of {beirx_results.family!r} in {lang!r} cannot be results of MTEB task "

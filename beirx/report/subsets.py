@@ -43,7 +43,7 @@ def ranking_check_table(subsets: list[tuple[Path, SubsetManifest]], sources: Sou
                                Cell(system.full, "metric", sources=ref), Cell(system.subset, "metric", sources=ref),
                                Cell(system.full_rank, "int"), Cell(system.subset_rank, "int"),
                                Cell(check.tau if first else None, "corr", mark="†" if first and check.warning else ""),
-                               Cell(check.threshold if first else None, "corr")])
+                               Cell(check.threshold if first else None, "metric")])
     metrics = sorted({m.ranking_check.metric for _, m in subsets if m.ranking_check})
     table.caption = (f"From each subset's subset.json: {', '.join(metrics) or 'the metric'} of every checked system "
                      "on the full set and on the subset, ranks (1 = best), and Kendall's tau-b between the two "
