@@ -207,10 +207,10 @@ class SuiteBuilder:
             if report:
                 from beirx.translate.quality import run_quality
 
-                result = run_quality(base, target, encoder=settings["encoder"], src_lang=self.suite.source_language,
-                                     tgt_lang=lang, max_items=settings.get("max_items"),
-                                     show_progress=self.show_progress, use_cache=self.use_cache)
-                details["similarity"] = {f: q.similarity.mean for f, q in result.fields.items()}
+                run_quality(base, target, encoder=settings["encoder"], src_lang=self.suite.source_language,
+                            tgt_lang=lang, max_items=settings.get("max_items"), show_progress=self.show_progress,
+                            use_cache=self.use_cache)  # the stage's public entry point
+                details["report"] = str(QualityReport.path_in(target.root))
             return details
 
         if steps:
