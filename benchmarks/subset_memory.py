@@ -1,0 +1,89 @@
+"""Peak memory of ``beirx subset`` against the corpus size: the corpus is streamed, so memory must not grow with it.
+
+The synthetic corpora of ``benchmarks/translate_memory.py`` (``--docs`` documents of ~100 words, 50 judged
+queries) get a pooling run file (top 100 of 50 queries, drawn seeded from the whole corpus); each measurement is
+a fresh child process cutting a 50-query subset pooled from that run with ``--max-docs`` documents (judged +
+pool + random fill), whose peak RSS (``wait4`` ru_maxrss) and CPU seconds are reported. Target: the ratio of
+the largest to the smallest corpus's peak <= 1.2 (memory holds the pool and at most ``--max-docs`` fill
+candidates, never the corpus).
+
+Run:  nice python benchmarks/subset_memory.py [--docs 200000 1000000] [--max-docs 5000]
+      [--work /tmp/beirx-translate-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from translate_memory import ROOT, generate  # noqa: E402  (the same corpora, generated once)
+
+
+def pool_run(data: Path, docs: int, depth: int = 100) -> Path:
+    path = data / "pool.trec"
+    if not path.is_file():
+        rng = random.Random(7)
+        with open(path, "w", encoding="utf-8") as fh:
+            for q in range(50):
+                for rank, d in enumerate(rng.sample(range(docs), depth), 1):
+                    fh.write(f"q{q} Q0 d{d} {rank} {depth - rank + 1} pool\n")
+    return path
+
+
+def child(data: Path, out: Path, max_docs: int) -> None:
+    from beirx.data.dataset import BeirDataset
+    from beirx.subsets.build import make_subset
+    from beirx.subsets.systems import parse_pool
+
+    manifest = make_subset(BeirDataset(data), out, queries=50, pool=parse_pool([str(data / "pool.trec")]), depth=100,
+                           max_docs=max_docs, seed=0, show_progress=False)
+    print(json.dumps({"documents": manifest.counts.documents, "pooled": manifest.counts.pooled,
+                      "random": manifest.counts.random, "source_documents": manifest.counts.source_documents}))
+
+
+def measure(data: Path, out: Path, max_docs: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--child", str(data), str(out), str(max_docs)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    stdout, stderr = proc.stdout.read(), proc.stderr.read()
+    if status != 0:
+        raise SystemExit(f"child failed:\n{stderr}")
+    return {**json.loads(stdout.strip().splitlines()[-1]), "peak_rss_gb": usage.ru_maxrss / 2 ** 20,
+            "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": time.perf_counter() - started}
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, nargs="+", default=[200_000, 1_000_000])
+    parser.add_argument("--max-docs", type=int, default=5000)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/beirx-translate-memory"))
+    args = parser.parse_args()
+    rows = []
+    for docs in args.docs:
+        data = generate(args.work / f"corpus-{docs}", docs)
+        pool_run(data, docs)
+        row = {"docs": docs, **measure(data, args.work / f"subset-{docs}", args.max_docs)}
+        rows.append(row)
+        print(f"{docs:>9,} documents: peak RSS {row['peak_rss_gb']:.3f} GB, {row['cpu_seconds']:.1f} CPU-s, "
+              f"{row['wall_seconds']:.1f} s wall; subset {row['documents']} documents ({row['pooled']} pooled, "
+              f"{row['random']} random)", flush=True)
+    if len(rows) > 1:
+        ratio = rows[-1]["peak_rss_gb"] / rows[0]["peak_rss_gb"]
+        print(f"peak ratio {rows[-1]['docs']:,} / {rows[0]['docs']:,} documents: {ratio:.2f} (target <= 1.2)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
