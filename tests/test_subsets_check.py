@@ -45,6 +45,10 @@ def test_compare_ranks_swaps_and_warns():
     agreeing = compare(["a", "b"], [0.5, 0.4], [0.3, 0.2], metric="NDCG@10", split="test", threshold=0.9,
                        full_checksum="f", subset_checksum="s")
     assert agreeing.tau == 1.0 and agreeing.warning is None and agreeing.swapped == []
+    tied = compare(["a", "b"], [0.5, 0.4], [0.3, 0.3], metric="NDCG@10", split="test", threshold=0.9,
+                   full_checksum="f", subset_checksum="s")
+    assert tied.tau is None and tied.warning.startswith("Kendall's tau is undefined (every system scores the same on "
+                                                        "one side): the subset does not rank these 2 systems")
 
 
 @pytest.fixture

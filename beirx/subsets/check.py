@@ -66,8 +66,9 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
                "subset" for a, b in combinations(systems, 2) if (a.full - b.full) * (a.subset - b.subset) < 0]
     warning = None
     if tau is None or tau < threshold:
-        shown = "undefined" if tau is None else f"{tau:.3f}"
-        warning = (f"Kendall's tau {shown} is below {threshold:g}: the subset does not rank these "
+        shown = ("is undefined (every system scores the same on one side)" if tau is None
+                 else f"{tau:.3f} is below {threshold:g}")
+        warning = (f"Kendall's tau {shown}: the subset does not rank these "
                    f"{len(labels)} systems as the full set does ({len(swapped)} of {len(labels) * (len(labels) - 1) // 2}"
                    " pairs swapped); keep more queries, or read only differences larger than the swapped pairs'")
         log.warning("%s", warning)
