@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 def neural_systems(model: str) -> dict:
     """The systems whose document scores do not depend on the corpus: dense torch and ONNX, SPLADE-tiny."""
     from beirx.evaluate.retrievers import RETRIEVERS
-    from beirx.evaluate.systems import SystemSpec
+    from beirx.evaluate.specs import SystemSpec
 
     chosen = {"e5-small torch": SystemSpec("dense", {"model": model}, name="e5-small torch"),
               "e5-small ONNX int8": SystemSpec("dense", {"model": model, "backend": "onnx", "quantize": "int8"},
@@ -64,9 +64,9 @@ def neural_systems(model: str) -> dict:
 
 def full_runs(full, neural: dict, folder: Path) -> dict:
     """Each neural system's run on the full corpus ranking every document, as a run file (written once)."""
-    from beirx.evaluate.runner import Stages
+    from beirx.evaluate.stages import Stages
     from beirx.evaluate.runs import write_trec
-    from beirx.evaluate.systems import RunFileSpec
+    from beirx.evaluate.specs import RunFileSpec
     from beirx.language_packs import get_pack
 
     stages = Stages(full, get_pack("en"), "test", top_k=sum(1 for _ in full.iter_corpus()), show_progress=False,
@@ -81,7 +81,7 @@ def full_runs(full, neural: dict, folder: Path) -> dict:
 
 
 def systems(neural: dict, runs: list[str]) -> dict:
-    from beirx.evaluate.systems import FusionSpec, RunFileSpec, SystemSpec
+    from beirx.evaluate.specs import FusionSpec, RunFileSpec, SystemSpec
 
     flat = SystemSpec("bm25", {"fields": "flat"}, name="BM25 flat")
     dense = neural["e5-small torch"]
@@ -111,7 +111,7 @@ def main() -> int:
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from beirx.data.dataset import BeirDataset
-    from beirx.evaluate.systems import SystemSpec
+    from beirx.evaluate.specs import SystemSpec
     from beirx.subsets.build import make_subset
     from beirx.subsets.check import check_ranking
     from beirx.translate.backends import TRANSLATORS

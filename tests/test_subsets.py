@@ -23,7 +23,7 @@ from beirx.data.language import dataset_language
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.runs import ranked
-from beirx.evaluate.systems import RunFileSpec
+from beirx.evaluate.specs import RunFileSpec
 from beirx.language_packs import get_pack
 from beirx.subsets.build import make_subset
 from beirx.subsets.pool import depth_that_fits, entry_depths

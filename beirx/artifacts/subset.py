@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts.base import Artifact, fld, optional
+from beirx.artifacts.base import Artifact, fld, optional, utc_now
 from beirx.artifacts.manifest import DatasetSide, TranslationManifest
-from beirx.artifacts.results import now
 
 SCHEMA = "beirx.subset/1"
 FILENAME = "subset.json"
@@ -99,7 +98,7 @@ class RankingCheck:
     swapped: list[str] = fld("pairs of systems ordered differently on the subset, with both differences")
     full_checksum: str = fld("'sha256:<hex>' of the full dataset checked against")
     subset_checksum: str = fld("'sha256:<hex>' of the subset")
-    created: str = fld("UTC time of the check (ISO 8601)", default_factory=now)
+    created: str = fld("UTC time of the check (ISO 8601)", default_factory=utc_now)
 
 
 @dataclass(kw_only=True)
@@ -122,7 +121,7 @@ class SubsetManifest(Artifact):
     ranking_check: RankingCheck | None = optional("set by beirx subset check / --check")
     timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
-    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=now)
+    created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
 
     @property
     def family(self) -> str:

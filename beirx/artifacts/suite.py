@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from beirx.artifacts.base import Artifact, fld, optional
-from beirx.artifacts.results import now
+from beirx.artifacts.base import Artifact, fld, optional, utc_now
 
 SCHEMA = "beirx.suite/1"
 FILENAME = "suite.json"
@@ -33,7 +32,7 @@ class SuiteStep:
     output: str = fld("the folder or file the step wrote")
     output_checksum: str = fld("checksum of that output when the step finished")
     seconds: float = fld("wall-clock seconds the step took")
-    finished: str = fld("UTC time the step finished (ISO 8601)", default_factory=now)
+    finished: str = fld("UTC time the step finished (ISO 8601)", default_factory=utc_now)
     details: dict[str, Any] = optional("counts and figures the step reported", default_factory=dict)
 
 
@@ -50,7 +49,7 @@ class SuiteState(Artifact):
     config: str = fld("the suite file")
     steps: list[SuiteStep] = fld("finished steps, in the order they finished", default_factory=list)
     versions: dict[str, str] = fld("Python, platform and package versions of the last run", default_factory=dict)
-    updated: str = fld("UTC time of the last change (ISO 8601)", default_factory=now)
+    updated: str = fld("UTC time of the last change (ISO 8601)", default_factory=utc_now)
 
     @classmethod
     def path_in(cls, root: Path | str) -> Path:
@@ -63,4 +62,4 @@ class SuiteState(Artifact):
         """Replace the record of the same step (dataset, language) with ``entry``."""
         self.steps = [s for s in self.steps if (s.step, s.dataset, s.language) !=
                       (entry.step, entry.dataset, entry.language)] + [entry]
-        self.updated = now()
+        self.updated = utc_now()

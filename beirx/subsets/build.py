@@ -30,7 +30,7 @@ from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError, DataError
-from beirx.evaluate.systems import System
+from beirx.evaluate.specs import System
 from beirx.language_packs import get_pack
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions

@@ -27,7 +27,7 @@ from beirx.errors import BeirxError
 from beirx.evaluate import defaults
 from beirx.evaluate.runner import Stages, run_experiment
 from beirx.evaluate.runs import read_trec, write_trec
-from beirx.evaluate.systems import FusionSpec, RerankSpec, RunFileSpec, System
+from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System
 from beirx.language_packs import get_pack
 
 log = logging.getLogger(__name__)

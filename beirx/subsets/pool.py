@@ -22,7 +22,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.runs import Run, ranked, read_trec
-from beirx.evaluate.systems import RunFileSpec, System, SystemSpec
+from beirx.evaluate.specs import RunFileSpec, System, SystemSpec
 from beirx.language_packs import LanguagePack
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from typing import Any
 
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers import RETRIEVERS
-from beirx.evaluate.systems import RunFileSpec, System, SystemSpec
+from beirx.evaluate.specs import RunFileSpec, System, SystemSpec
 
 
 def _value(text: str) -> Any:
