@@ -35,3 +35,17 @@ class WordReverser(Translator):
                 time.sleep(1)
         self.batches += 1
         return [" ".join(reversed(s.split())) for s in segments]
+
+
+class PaidWordReverser(WordReverser):
+    """The same, billed like a paid API (1 USD per 1,000 characters), for the suite's cost cap."""
+
+    name = "paid-word-reverser"
+    cost_per_million_chars = 1000.0
+    price_source = "a test price"
+
+    @classmethod
+    def estimate_cost(cls, characters):
+        from beirx.translate.backends.http_api import estimate
+
+        return estimate(cls, characters)

@@ -26,6 +26,7 @@ from beirx.suites.config import load_suite
 from beirx.translate.backends import TRANSLATORS
 
 TRANSLATORS.register("word-reverser", "suite_helpers:WordReverser")
+TRANSLATORS.register("paid-word-reverser", "suite_helpers:PaidWordReverser")
 
 
 def _word(i: int) -> str:
@@ -166,6 +167,24 @@ def test_a_killed_build_resumes_to_the_same_bytes(tmp_path, beirx_home):
             assert (tmp_path / "killed" / folder / name).read_bytes() == (tmp_path / "clean" / folder / name).read_bytes()
     assert {s.step: s.output_checksum for s in resumed.skipped + resumed.ran} == \
         {s.step: s.output_checksum for s in fresh.ran}
+
+
+def test_a_paid_translator_needs_a_cap_and_stays_under_it(tmp_path):
+    from beirx.errors import BeirxError
+
+    path = _suite(tmp_path, "paid")
+    path.write_text(path.read_text().replace('"word-reverser"', '"paid-word-reverser"'), encoding="utf-8")
+    with pytest.raises(BeirxError, match=r"paid.toml: paid-word-reverser is a paid service: set max_cost"):
+        build_suite(load_suite(path), show_progress=False)
+    path.write_text(path.read_text() + "max_cost = 0.01\n", encoding="utf-8")
+    with pytest.raises(BeirxError, match=r"exceeds --max-cost 0.01; nothing was sent"):
+        build_suite(load_suite(path), show_progress=False)
+    assert not (tmp_path / "paid" / "translated").exists()
+    path.write_text(path.read_text().replace("max_cost = 0.01", "max_cost = 100.0"), encoding="utf-8")
+    build_suite(load_suite(path), show_progress=False)
+    cost = BeirDataset(tmp_path / "paid" / "translated" / "toy-es").translation.cost
+    assert cost["max_cost_usd"] == 100.0 and cost["characters_sent"] == cost["characters_estimated"] > 0
+    assert cost["spent_usd"] == round(cost["characters_sent"] / 1000, 2)
 
 
 def test_suite_file_errors_name_the_file(tmp_path, capsys):

@@ -152,6 +152,7 @@ class SuiteBuilder:
 
     def translate(self, entry: SuiteDataset, base: BeirDataset, lang: str) -> BeirDataset:
         from beirx.data.cache import cache_dir
+        from beirx.translate import budget
         from beirx.translate.backends import TRANSLATORS
         from beirx.translate.memory import TranslationMemory
         from beirx.translate.pipeline import FIELDS, dry_run, translate_dataset
@@ -164,12 +165,24 @@ class SuiteBuilder:
         memory_path = self.suite.output / settings["memory"] if settings.get("memory") else \
             cache_dir("translation_memory") / "memory.sqlite"
         fields = tuple(settings.get("fields", FIELDS))
+        suite_path = self.suite.path
 
         def work():
+            translator.check_ready()
             with TranslationMemory(memory_path) as memory:
-                _check_budget(translator, settings, dry_run, base, memory, fields)
+                paid = budget.Budget.of(dry_run(base, translator, memory, fields=fields), translator,
+                                        settings.get("max_cost")) if budget.is_paid(translator) else None
+                if paid and paid.max_cost_usd is None:
+                    raise BeirxError(f"{suite_path}: {translator.name} is a paid service: set max_cost (USD, per "
+                                     f"translation) in [translate] (estimate for {base.name}: USD "
+                                     f"{paid.estimated_usd:.2f})")
+                if paid:
+                    log.info("%s: %s", base.name, paid.summary())
+                    paid.check()
                 manifest = translate_dataset(base, output, translator, memory, fields=fields,
                                              batch_size=settings.get("batch_size"), progress=self.show_progress)
+                if paid:
+                    manifest = paid.record(manifest, translator, output)
                 counts = manifest.counts
                 details = {k: counts[k] for k in ("characters", "segments_unique", "from_memory", "translated")}
                 if settings.get("cost"):
@@ -263,18 +276,6 @@ class SuiteBuilder:
         inputs = suite.fingerprint("mteb", suite.name, suite.description, suite.reference, suite.contacts,
                                    [t.checksum() for t, _ in translated], sorted(hub.items()))
         self.step("benchmark", None, None, inputs, folder / BENCHMARK_FILE, _file_checksum, work)
-
-
-def _check_budget(translator, settings: dict, dry_run, base: BeirDataset, memory, fields) -> None:
-    """A paid backend needs ``max_cost`` in [translate]; the estimate must not exceed it."""
-    if not getattr(translator, "cost_per_million_chars", None):
-        return
-    if settings.get("max_cost") is None:
-        raise BeirxError(f"{settings['translator']} is a paid service: set max_cost (USD) in [translate]")
-    translator._credential()
-    estimate = dry_run(base, translator, memory, fields=fields)["cost"]["estimated_cost_usd"] or 0.0
-    if estimate > settings["max_cost"]:
-        raise BeirxError(f"the estimate USD {estimate:.2f} for {base.name} exceeds max_cost {settings['max_cost']}")
 
 
 def build_suite(suite: Suite, show_progress: bool = True, use_cache: bool = True) -> SuiteBuilder:
