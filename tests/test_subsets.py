@@ -225,6 +225,7 @@ def test_system_spellings(tmp_path):
     assert parse_system("dense:model=m,backend=onnx,quantize=int8,batch_size=8").params == {
         "model": "m", "backend": "onnx", "quantize": "int8", "batch_size": 8}
     assert parse_system("bm25:k1=0.9,b=0.4").params == {"k1": 0.9, "b": 0.4}
+    assert parse_system("dense:model=m,normalize=TRUE").params == {"model": "m", "normalize": True}
     run = tmp_path / "r.trec"
     run.write_text("q1 Q0 d1 1 1.0 x\n")
     assert isinstance(parse_system(str(run)), RunFileSpec)
@@ -232,7 +233,7 @@ def test_system_spellings(tmp_path):
     assert list(both) == ["dense:m", "dense:model=m,backend=onnx"]  # equal labels: named by their spelling
     with pytest.raises(BeirxError, match="neither an existing TREC run file nor a retriever.*bm25"):
         parse_system("bm52")
-    with pytest.raises(BeirxError, match="expected key=value"):
+    with pytest.raises(BeirxError, match="system 'bm25:fields=flat,oops': expected KEY=VALUE, got 'oops' after ':'"):
         parse_system("bm25:fields=flat,oops")
 
 

@@ -25,7 +25,8 @@ from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults
-from beirx.evaluate.runner import Stages, run_experiment
+from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.stages import Stages
 from beirx.evaluate.runs import read_trec, write_trec
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System
 from beirx.language_packs import get_pack

@@ -14,24 +14,24 @@ Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import key_value
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.specs import RunFileSpec, System, SystemSpec
 
 
-def _value(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
+def _number(value: str | bool) -> Any:
+    """A retriever's constructor gets typed values: numbers become int or float (true/false are already bool)."""
     for kind in (int, float):
         try:
-            return kind(text)
+            return kind(value) if isinstance(value, str) else value
         except ValueError:
             continue
-    return text
+    return value
 
 
 def parse_system(spec: str) -> System:
@@ -49,10 +49,11 @@ def parse_system(spec: str) -> System:
         params["model"] = arg
     elif arg:
         for item in arg.split(","):
-            key, sep, value = item.partition("=")
-            if not sep or not key.strip():
-                raise BeirxError(f"system {spec!r}: expected key=value after ':', got {item!r}")
-            params[key.strip()] = _value(value.strip())
+            try:
+                key, value = key_value(item)
+            except argparse.ArgumentTypeError as error:
+                raise BeirxError(f"system {spec!r}: {error} after ':'") from None
+            params[key] = _number(value)
     return SystemSpec(name, params)
 
 
