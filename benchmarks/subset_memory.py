@@ -39,8 +39,8 @@ def pool_run(data: Path, docs: int, depth: int = 100) -> Path:
 
 def child(data: Path, out: Path, max_docs: int) -> None:
     from beirx.data.dataset import BeirDataset
-    from beirx.subsets.build import make_subset
-    from beirx.subsets.systems import parse_pool
+    from beirx.subsets.cut import make_subset
+    from beirx.subsets.system_args import parse_pool
 
     manifest = make_subset(BeirDataset(data), out, queries=50, pool=parse_pool([str(data / "pool.trec")]), depth=100,
                            max_docs=max_docs, seed=0, show_progress=False)

@@ -112,7 +112,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from beirx.data.dataset import BeirDataset
     from beirx.evaluate.specs import SystemSpec
-    from beirx.subsets.build import make_subset
+    from beirx.subsets.cut import make_subset
     from beirx.subsets.check import check_ranking
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.memory import TranslationMemory

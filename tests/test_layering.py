@@ -147,7 +147,7 @@ def test_subsets_is_a_stage_after_evaluate_and_suites_sit_above_the_stages():
     """subsets may use evaluate (pooling, the ranking check) but no later stage; no stage imports subsets or suites
     (suites orchestrate the stages; only the CLI imports suites)."""
     result = _walk("beirx.subsets")
-    assert {"beirx.subsets.build", "beirx.subsets.check"} <= set(result["walked"]) and not result["skipped"]
+    assert {"beirx.subsets.cut", "beirx.subsets.check"} <= set(result["walked"]) and not result["skipped"]
     later = ("beirx.translate", "beirx.publish", "beirx.report", "beirx.suites", "beirx.cli", "beirx.train")
     assert [m for m in result["modules"] if m.startswith(later)] == []
     lazy = {f: sorted(n for n in names if n.startswith(later))
@@ -160,7 +160,7 @@ def test_subsets_is_a_stage_after_evaluate_and_suites_sit_above_the_stages():
         assert {f: n for f, n in found.items() if n} == {}, package
     suites = set().union(*_imports_in_source("beirx.suites").values())
     assert not {n for n in suites if n.startswith("beirx.cli")}
-    assert {"beirx.subsets.build", "beirx.translate.pipeline", "beirx.publish.mteb_benchmark"} <= suites
+    assert {"beirx.subsets.cut", "beirx.translate.pipeline", "beirx.publish.mteb_benchmark"} <= suites
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["subset", "--help"], ["suite", "--help"]])

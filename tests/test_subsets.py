@@ -25,10 +25,10 @@ from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.runs import ranked
 from beirx.evaluate.specs import RunFileSpec
 from beirx.language_packs import get_pack
-from beirx.subsets.build import make_subset
+from beirx.subsets.cut import make_subset
 from beirx.subsets.pool import depth_that_fits, entry_depths
 from beirx.subsets.sample import proportional_allocation, sample_queries
-from beirx.subsets.systems import parse_pool, parse_system, parse_systems
+from beirx.subsets.system_args import parse_pool, parse_system, parse_systems
 
 # 12 queries: q1..q10 judged in test (q9 only non-relevant, q10 without text), q11 unjudged.
 DOCS = [{"_id": f"d{i:02d}", "title": f"t{i}", "text": f"document number {i} about topic {i % 4}"} for i in range(40)]

@@ -19,9 +19,9 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.runs import read_trec
-from beirx.subsets.build import make_subset
+from beirx.subsets.cut import make_subset
 from beirx.subsets.check import check_ranking, compare, kendall_tau
-from beirx.subsets.systems import parse_pool, parse_systems
+from beirx.subsets.system_args import parse_pool, parse_systems
 
 
 def test_tau_equals_scipy_and_hand_counts():

@@ -21,7 +21,7 @@ from beirx.artifacts import SubsetManifest, SuiteState
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.errors import DataError
-from beirx.suites.build import build_suite
+from beirx.suites.orchestrate import build_suite
 from beirx.suites.config import load_suite
 from beirx.translate.backends import TRANSLATORS
 

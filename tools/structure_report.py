@@ -14,8 +14,8 @@ Printed:
 - **imports against the layering**: ``beirx`` imports (any level) from a package to one it may not use.
   The layers follow the data flow (the developers' guide and ``tests/test_layering.py``): shared top-level
   modules, then ``artifacts`` and ``language_packs``, ``data``, ``models``; the stages ``translate``,
-  ``evaluate``, ``review``, ``report`` and ``publish`` use only those; ``train`` may also use ``evaluate``;
-  ``cli`` may use everything;
+  ``evaluate``, ``review``, ``report`` and ``publish`` use only those; ``train`` and ``subsets`` may also use
+  ``evaluate``; ``suites`` may use every stage; ``cli`` may use everything;
 - **private names reached from outside** (``obj._name``, ``from beirx.x import _name``): a caller that
   depends on another module's internals (third-party ones included, e.g. argparse's);
 - **modules importing tqdm themselves** instead of the one progress helper (``beirx.progress``), and
@@ -38,6 +38,8 @@ LAYERS["models"] = LAYERS["data"] | {"data"}
 for _stage in ("translate", "evaluate", "review", "report", "publish"):
     LAYERS[_stage] = LAYERS["models"] | {"models"}
 LAYERS["train"] = LAYERS["evaluate"] | {"evaluate"}
+LAYERS["subsets"] = LAYERS["evaluate"] | {"evaluate"}  # pools with and checks through evaluate
+LAYERS["suites"] = set(LAYERS) | {SHARED}  # orchestrates the stages; only the CLI imports it
 LAYERS[SHARED] = {SHARED}
 
 

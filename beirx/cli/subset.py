@@ -5,7 +5,7 @@
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
-TREC run file (see :mod:`beirx.subsets.systems`); fusions and rerankers come from a grid file's
+TREC run file (see :mod:`beirx.subsets.system_args`); fusions and rerankers come from a grid file's
 ``[[systems]]``. The check writes run and results files under ``--check-output`` (default
 ``SUBSET/ranking-check``), records Kendall's tau in ``SUBSET/subset.json`` and warns below ``--tau-threshold``.
 """
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check_systems(args) -> dict:
     from beirx.evaluate.plan import systems_from_config
-    from beirx.subsets.systems import parse_systems
+    from beirx.subsets.system_args import parse_systems
 
     systems = parse_systems(args.check + args.runs)
     if args.check_config:
@@ -104,8 +104,8 @@ def run(args) -> int:
         return 0
     if not args.dataset or not args.output:
         raise BeirxError("--dataset and --output are required to make a subset")
-    from beirx.subsets.build import make_subset
-    from beirx.subsets.systems import parse_pool
+    from beirx.subsets.cut import make_subset
+    from beirx.subsets.system_args import parse_pool
 
     lang, _ = dataset_language(args.dataset, args.lang)
     dataset = resolve_dataset(args.dataset, lang=lang)

@@ -1,8 +1,8 @@
 """``beirx suite build|status SUITE.toml``: a benchmark suite (datasets x languages) built end to end.
 
 ``build`` runs subset -> translate -> quality -> publish for every dataset and language and writes the MTEB
-benchmark (see :mod:`beirx.suites.config` for the file, :mod:`beirx.suites.build` for the steps); rerun after an
-interruption, it skips what is done and resumes the rest. ``status`` lists the steps done so far.
+benchmark (see :mod:`beirx.suites.config` for the file, :mod:`beirx.suites.orchestrate` for the steps); rerun
+after an interruption, it skips what is done and resumes the rest. ``status`` lists the steps done so far.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def run(args) -> int:
         _print_steps(state.steps, "done")
         print(f"{suite.name}: {len(state.steps)} steps done; state in {path}")
         return 0
-    from beirx.suites.build import build_suite
+    from beirx.suites.orchestrate import build_suite
 
     builder = build_suite(suite, show_progress=show_progress(args), use_cache=not args.no_index_cache)
     _print_steps(builder.skipped, "skipped")

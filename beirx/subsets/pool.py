@@ -39,7 +39,7 @@ class Pooled:
 def pool_runs(dataset: BeirDataset, pack: LanguagePack, queries: dict[str, Query], systems: dict[str, System],
               depth: int, show_progress: bool = True, use_cache: bool = True) -> list[Pooled]:
     """Each system's top ``depth`` documents for ``queries`` on ``dataset`` (retrievers run here, run files read);
-    ``systems`` are keyed by their spelling (:func:`beirx.subsets.systems.parse_pool`)."""
+    ``systems`` are keyed by their spelling (:func:`beirx.subsets.system_args.parse_pool`)."""
     pooled = []
     for spec_text, system in systems.items():
         if isinstance(system, RunFileSpec):

@@ -111,8 +111,8 @@ class SuiteBuilder:
         return self.state
 
     def subset(self, entry: SuiteDataset, source: BeirDataset) -> BeirDataset:
-        from beirx.subsets.build import make_subset
-        from beirx.subsets.systems import parse_pool
+        from beirx.subsets.cut import make_subset
+        from beirx.subsets.system_args import parse_pool
 
         recipe = self.suite.subset
         output = self.suite.output / "subsets" / source.name
@@ -132,7 +132,7 @@ class SuiteBuilder:
     def check(self, entry: SuiteDataset, source: BeirDataset, subset: BeirDataset) -> None:
         from beirx.artifacts.subset import SubsetManifest
         from beirx.subsets.check import THRESHOLD, check_ranking
-        from beirx.subsets.systems import parse_systems
+        from beirx.subsets.system_args import parse_systems
 
         recipe = self.suite.subset
 
