@@ -50,8 +50,9 @@ def dataset_language(dataset: str | None, flag: str | None) -> tuple[str, str]:
     """``(language, source)`` for ``--dataset``/``--lang``.
 
     source is "given" (``--lang``, as the plan calls a language the user chose), "translation.json",
-    "subset.json" (a beirx subset states its source's language), "dataset card" (the README.md of a local folder, of ``hf:/local/copy`` or of the Hub dataset ``hf:ORG/NAME``,
-    downloaded to read it when ``--lang`` is not given) or "default".
+    "subset.json" (a beirx subset states its source's language), "dataset card" (the README.md of a local
+    folder, of ``hf:/local/copy`` or of the Hub dataset ``hf:ORG/NAME``, downloaded to read it when ``--lang``
+    is not given) or "default".
     """
     folder = dataset[3:] if dataset and dataset.startswith("hf:") else dataset
     stated, where = None, None
