@@ -1,7 +1,9 @@
 """Peak memory of ``beirx subset`` against the corpus size: the corpus is streamed, so memory must not grow with it.
 
-The synthetic corpora of ``benchmarks/translate_memory.py`` (``--docs`` documents of ~100 words, 50 judged
-queries) get a pooling run file (top 100 of 50 queries, drawn seeded from the whole corpus); each measurement is
+The synthetic corpus of ``benchmarks/translate_memory.py`` (documents of ~100 words, 50 judged queries) is
+generated once at the smallest ``--docs`` size; larger sizes repeat its documents under new IDs (the corpus is
+streamed, so only its size matters, and copying is minutes faster than generating). Each corpus gets a pooling
+run file (top 100 of 50 queries, drawn seeded from the whole corpus); each measurement is
 a fresh child process cutting a 50-query subset pooled from that run with ``--max-docs`` documents (judged +
 pool + random fill), whose peak RSS (``wait4`` ru_maxrss) and CPU seconds are reported. Target: the ratio of
 the largest to the smallest corpus's peak <= 1.2 (memory holds the pool and at most ``--max-docs`` fill
@@ -24,6 +26,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from translate_memory import ROOT, generate  # noqa: E402  (the same corpora, generated once)
+
+
+def replicate(small: Path, root: Path, docs: int) -> Path:
+    """``docs`` documents: those of ``small`` repeated under new IDs (``d{i + k * len(small)}``), same queries and
+    qrels; written once."""
+    if (root / "qrels" / "test.tsv").is_file():
+        return root
+    lines = (small / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    (root / "qrels").mkdir(parents=True, exist_ok=True)
+    with open(root / "corpus.jsonl", "w", encoding="utf-8") as fh:
+        for i in range(docs):
+            record = json.loads(lines[i % len(lines)])
+            record["_id"] = f"d{i}"
+            fh.write(json.dumps(record) + "\n")
+    for name in ("queries.jsonl", "qrels/test.tsv"):
+        (root / name).write_bytes((small / name).read_bytes())
+    return root
 
 
 def pool_run(data: Path, docs: int, depth: int = 100) -> Path:
@@ -71,8 +90,10 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/beirx-translate-memory"))
     args = parser.parse_args()
     rows = []
+    smallest = min(args.docs)
+    base = generate(args.work / f"corpus-{smallest}", smallest)
     for docs in args.docs:
-        data = generate(args.work / f"corpus-{docs}", docs)
+        data = base if docs == smallest else replicate(base, args.work / f"corpus-{docs}", docs)
         pool_run(data, docs)
         row = {"docs": docs, **measure(data, args.work / f"subset-{docs}", args.max_docs)}
         rows.append(row)
