@@ -30,16 +30,22 @@ from translate_memory import ROOT, generate  # noqa: E402  (the same corpora, ge
 
 def replicate(small: Path, root: Path, docs: int) -> Path:
     """``docs`` documents: those of ``small`` repeated under new IDs (``d{i + k * len(small)}``), same queries and
-    qrels; written once."""
+    qrels; written once, streamed (the children are forked from this process, and a child's peak RSS counts what
+    it shares with its parent before it execs, so the parent must stay small)."""
     if (root / "qrels" / "test.tsv").is_file():
         return root
-    lines = (small / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     (root / "qrels").mkdir(parents=True, exist_ok=True)
+    written = 0
     with open(root / "corpus.jsonl", "w", encoding="utf-8") as fh:
-        for i in range(docs):
-            record = json.loads(lines[i % len(lines)])
-            record["_id"] = f"d{i}"
-            fh.write(json.dumps(record) + "\n")
+        while written < docs:
+            with open(small / "corpus.jsonl", encoding="utf-8") as source:
+                for line in source:
+                    if written == docs:
+                        break
+                    record = json.loads(line)
+                    record["_id"] = f"d{written}"
+                    fh.write(json.dumps(record) + "\n")
+                    written += 1
     for name in ("queries.jsonl", "qrels/test.tsv"):
         (root / name).write_bytes((small / name).read_bytes())
     return root
