@@ -84,7 +84,7 @@ def test_polish_pack_identity():
     assert pack.stemmer == "stempel" and len(pack.stopwords) == 182
     assert {k: default_model(k, "pl") for k in KINDS} == {
         "dense": "intfloat/multilingual-e5-base", "cross-encoder": "clarin-knext/herbert-base-reranker-msmarco",
-        "monot5": "clarin-knext/plt5-base-msmarco", "colbert": None,
+        "monot5": "clarin-knext/plt5-base-msmarco", "colbert": None, "splade": None,
         "translation_from_en": "facebook/nllb-200-distilled-600M"}
     assert default_model("monot5", "pol-Latn") == default_model("monot5", "pl")  # any code form
     assert get_pack("PL") is pack and get_pack("pl-PL") is pack and get_pack("pl_PL") is pack

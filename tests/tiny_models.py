@@ -113,3 +113,51 @@ def build_tiny_causal_lm(work: Path, lines: list[str], *, vocab_size: int = 320,
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder
+
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def build_tiny_splade(folder: Path, words: list[str], logits: dict[tuple[str, str], float]) -> Path:
+    """A BertForMaskedLM whose MLM logits are set by hand: reading token ``t`` gives term ``j`` the logit
+    ``logits[(t, j)]`` (0 when absent), whatever the context; special tokens give every term 0.
+
+    How: no transformer layers; token ``t``'s embedding is ``(e_t, -e_t)`` (mean 0), position and type
+    embeddings are 0, both LayerNorms have eps 2**40 and weight 2**20 (so they return their zero-mean input,
+    up to ~1e-9 from torch's running-mean arithmetic), the head's dense layer is the identity with a linear
+    activation, and the decoder's row for term ``j`` holds ``logit + 2**-8`` with a bias of ``-2**-8``, so set
+    logits come out exact and every other one is about ``-2**-8`` (ReLU makes its weight exactly 0). SPLADE
+    weights are then ``max_t log(1 + relu(logits[(t, j)]))``, computable by hand.
+    """
+    import torch
+    import transformers
+
+    vocab = {w: i for i, w in enumerate(SPECIAL_TOKENS + list(words))}
+    size = len(vocab)
+    config = transformers.BertConfig(vocab_size=size, hidden_size=2 * size, num_hidden_layers=0, num_attention_heads=1,
+                                     intermediate_size=4, hidden_act="linear", layer_norm_eps=2.0 ** 40,
+                                     max_position_embeddings=64, type_vocab_size=2, tie_word_embeddings=False)
+    model = transformers.BertForMaskedLM(config)
+    eye = torch.eye(size)
+    for special in SPECIAL_TOKENS:
+        eye[vocab[special], vocab[special]] = 0.0
+    decoder = torch.zeros(size, 2 * size)
+    offset = 2.0 ** -8
+    for (token, term), value in logits.items():
+        decoder[vocab[term], vocab[token]] = value + offset
+    with torch.no_grad():
+        model.bert.embeddings.word_embeddings.weight.copy_(torch.cat([eye, -eye], dim=1))
+        model.bert.embeddings.position_embeddings.weight.zero_()
+        model.bert.embeddings.token_type_embeddings.weight.zero_()
+        head = model.cls.predictions
+        for norm in (model.bert.embeddings.LayerNorm, head.transform.LayerNorm):
+            norm.weight.fill_(2.0 ** 20)
+            norm.bias.zero_()
+        head.transform.dense.weight.copy_(torch.eye(2 * size))
+        head.transform.dense.bias.zero_()
+        head.decoder.weight.copy_(decoder)
+        head.decoder.bias.fill_(-offset)
+        head.bias.fill_(-offset)
+    model.save_pretrained(folder)
+    transformers.BertTokenizer(vocab=vocab).save_pretrained(folder)
+    return folder

@@ -13,5 +13,6 @@ Modules (nothing heavy is imported here: ``beirx --help`` stays instant):
 - :mod:`~beirx.models.default_models`: the default model of each kind per language (``default_model``);
 - :mod:`~beirx.models.relevance_tokens`: monoT5 relevance tokens per checkpoint and language;
 - :mod:`~beirx.models.embeddings_cache`: memory-mapped embedding matrices on disk (dense retrieval and
-  translation quality).
+  translation quality);
+- :mod:`~beirx.models.splade`: SPLADE's sparse term weights from a masked-language model.
 """

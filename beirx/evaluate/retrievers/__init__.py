@@ -6,4 +6,5 @@ RETRIEVERS = Registry("retriever", {
     "bm25": "beirx.evaluate.retrievers.bm25:BM25Retriever",
     "elasticsearch": "beirx.evaluate.retrievers.elasticsearch:ElasticsearchRetriever",
     "dense": "beirx.evaluate.retrievers.dense:DenseRetriever",
+    "splade": "beirx.evaluate.retrievers.splade:SpladeRetriever",
 })

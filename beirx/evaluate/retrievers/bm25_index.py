@@ -87,7 +87,7 @@ class PostingsBuilder:
         np.cumsum(df, out=indptr[1:])
         data = np.empty(len(ids), dtype=np.float32)
         indices = np.empty(len(ids), dtype=np.int32)
-        for lo, hi in _blocks(indptr):
+        for lo, hi in pair_blocks(indptr):
             in_block = np.flatnonzero((ids >= lo) & (ids < hi))
             pairs = in_block[np.argsort(ids[in_block], kind="stable")]  # by term, then document (ascending)
             docs = np.searchsorted(starts, pairs, side="right") - 1
@@ -107,11 +107,11 @@ class PostingsBuilder:
         return bm25
 
 
-def _blocks(indptr: np.ndarray):
-    """Consecutive term-id ranges holding about ``_BLOCK_PAIRS`` pairs each."""
+def pair_blocks(indptr: np.ndarray, pairs: int = _BLOCK_PAIRS):
+    """Consecutive ranges of ``indptr``'s rows (terms, or documents) holding about ``pairs`` pairs each."""
     n_vocab, lo = len(indptr) - 1, 0
     while lo < n_vocab:
-        hi = int(np.searchsorted(indptr, indptr[lo] + _BLOCK_PAIRS, side="right")) - 1
+        hi = int(np.searchsorted(indptr, indptr[lo] + pairs, side="right")) - 1
         hi = min(max(hi, lo + 1), n_vocab)
         yield lo, hi
         lo = hi

@@ -70,7 +70,8 @@ class DenseRetriever(Retriever):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--model", help="sentence-transformers model folder or Hub id (default: the language's)")
+        group.add_argument("--model", help="sentence-transformers model folder or Hub id (default: the language's); "
+                                            "with --retriever splade, the SPLADE model")
         group.add_argument("--model-revision", help="Hub commit/branch/tag of --model")
         group.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; "
                                                   "'' = none)")

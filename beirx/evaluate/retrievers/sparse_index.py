@@ -1,0 +1,271 @@
+"""An on-disk inverted index of learned sparse term weights (SPLADE), built from streamed document vectors.
+
+Encoding (minutes to days) appends each document's sparse vector, in encoding order, to four flat files
+of a ``.partial`` folder (corpus positions, term counts, term ids, weights); every few batches the files
+are flushed and their lengths recorded in ``progress.json``, so a killed encoding resumes at the last
+checkpoint (longer files are cut back to it) instead of starting over. Nothing of the corpus is held in
+memory.
+
+The inverted index is then built in two streaming passes with bounded memory: term document frequencies
+(``indptr``, as in the BM25 index's column layout, :mod:`beirx.evaluate.retrievers.bm25_index`), then the
+postings, documents taken in corpus order in blocks of about :data:`BLOCK_PAIRS` (term, weight) pairs
+(:func:`~beirx.evaluate.retrievers.bm25_index.pair_blocks`) and written into place. Each term's postings
+are ``(document position, weight)`` with positions ascending, whatever the encoding order was.
+
+Files of a finished entry: ``indptr.npy`` (int64, vocabulary + 1), ``docs.npy`` (int32 positions),
+``weights.npy`` (float32), ``doc_ids.json`` and ``COMPLETE``, which :func:`beirx.cache_integrity.seal`
+writes last with every file's size and checksum; a damaged entry is reported and rebuilt, never used.
+
+Search is exact: a query's score for every document is ``sum_t q_t * d_t`` over the query's terms,
+accumulated term by term into one float32 array (each term's postings touch each document at most once).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from beirx.atomic import publish_dir, write_json
+from beirx.cache_integrity import report_damaged, seal, verify
+from beirx.errors import BeirxError
+from beirx.evaluate.retrievers.bm25_index import pair_blocks
+from beirx.models.embeddings_cache import encode_into, order_digest
+from beirx.models.splade import SparseVector
+
+log = logging.getLogger(__name__)
+
+BLOCK_PAIRS = 4_000_000
+_ROW_FILES = {"positions.bin": np.int64, "counts.bin": np.int32}  # one entry per encoded document
+_PAIR_FILES = {"terms.bin": np.int32, "weights.bin": np.float32}  # one entry per (document, term) pair
+MARKER = "COMPLETE"
+
+
+def _flat(path: Path, dtype) -> np.ndarray:
+    """A flat binary file as a read-only array (memory-mapped; an empty file gives an empty array)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+class SparseRowsWriter:
+    """Document vectors appended in encoding order; ``writer[rows] = vectors`` (as :func:`encode_into` fills
+    an array), resuming after ``rows`` documents and ``pairs`` pairs (longer files are cut back)."""
+
+    def __init__(self, folder: Path, rows: int = 0, pairs: int = 0):
+        self.rows, self.pairs = rows, pairs
+        self._files = {}
+        for name, dtype in {**_ROW_FILES, **_PAIR_FILES}.items():
+            fh = open(folder / name, "r+b" if (rows or pairs) else "wb")
+            fh.truncate((rows if name in _ROW_FILES else pairs) * np.dtype(dtype).itemsize)
+            fh.seek(0, os.SEEK_END)
+            self._files[name] = fh
+
+    def __setitem__(self, rows: np.ndarray, vectors: list[SparseVector]) -> None:
+        if len(rows) != len(vectors):
+            raise RuntimeError(f"the encoder returned {len(vectors)} vectors for {len(rows)} texts")
+        counts = np.array([len(v.ids) for v in vectors], dtype=np.int32)
+        write = {"positions.bin": np.asarray(rows, dtype=np.int64), "counts.bin": counts,
+                 "terms.bin": np.concatenate([v.ids for v in vectors]).astype(np.int32, copy=False),
+                 "weights.bin": np.concatenate([v.weights for v in vectors]).astype(np.float32, copy=False)}
+        for name, values in write.items():
+            self._files[name].write(values.tobytes())
+        self.rows += len(rows)
+        self.pairs += int(counts.sum())
+
+    def checkpoint(self) -> dict[str, int]:
+        """Flush to disk; the lengths to record so a resumed encoding continues from here."""
+        for fh in self._files.values():
+            fh.flush()
+            os.fsync(fh.fileno())
+        return {"rows": self.rows, "pairs": self.pairs}
+
+    def close(self) -> None:
+        for fh in self._files.values():
+            fh.close()
+
+
+def build_inverted(folder: Path, num_docs: int, vocab_size: int, block_pairs: int = BLOCK_PAIRS) -> int:
+    """Turn the document vectors in ``folder`` (written by :class:`SparseRowsWriter`) into the inverted
+    index files in the same folder and delete them; returns the number of postings."""
+    positions = np.fromfile(folder / "positions.bin", dtype=np.int64)
+    counts = np.fromfile(folder / "counts.bin", dtype=np.int32).astype(np.int64)
+    terms, weights = _flat(folder / "terms.bin", np.int32), _flat(folder / "weights.bin", np.float32)
+    if len(positions) != num_docs or len(counts) != num_docs or \
+            not np.array_equal(np.bincount(positions, minlength=num_docs), np.ones(num_docs, dtype=np.int64)):
+        raise RuntimeError(f"{folder}: the encoded vectors do not cover the {num_docs} documents once each")
+    total = int(counts.sum())
+    if len(terms) != total or len(weights) != total:
+        raise RuntimeError(f"{folder}: {len(terms)} terms and {len(weights)} weights for {total} pairs")
+    row_of = np.empty(num_docs, dtype=np.int64)
+    row_of[positions] = np.arange(num_docs, dtype=np.int64)
+    row_start = np.concatenate([[0], np.cumsum(counts)])
+    lengths = counts[row_of]  # in corpus order
+    doc_ptr = np.concatenate([[0], np.cumsum(lengths)])
+
+    df = np.zeros(vocab_size, dtype=np.int64)
+    for start in range(0, total, block_pairs):
+        found = np.bincount(terms[start:start + block_pairs], minlength=vocab_size)
+        if len(found) > vocab_size:
+            raise RuntimeError(f"{folder}: term id {len(found) - 1} is outside the vocabulary of {vocab_size}")
+        df += found
+    indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+    out_docs = np.lib.format.open_memmap(folder / "docs.npy", mode="w+", dtype=np.int32, shape=(total,)) \
+        if total else np.zeros(0, dtype=np.int32)
+    out_weights = np.lib.format.open_memmap(folder / "weights.npy", mode="w+", dtype=np.float32, shape=(total,)) \
+        if total else np.zeros(0, dtype=np.float32)
+    fill = indptr[:-1].copy()
+    for lo, hi in pair_blocks(doc_ptr, block_pairs):
+        n = lengths[lo:hi]
+        size = int(doc_ptr[hi] - doc_ptr[lo])
+        if not size:
+            continue
+        rows = row_of[lo:hi]
+        index = np.repeat(row_start[rows] - (doc_ptr[lo:hi] - doc_ptr[lo]), n) + np.arange(size)
+        block_terms = np.asarray(terms[index])
+        order = np.argsort(block_terms, kind="stable")  # by term; documents stay ascending within a term
+        sorted_terms = block_terms[order]
+        place = fill[sorted_terms] + (np.arange(size) - np.searchsorted(sorted_terms, sorted_terms, side="left"))
+        out_docs[place] = np.repeat(np.arange(lo, hi, dtype=np.int32), n)[order]
+        out_weights[place] = np.asarray(weights[index])[order]
+        fill += np.bincount(block_terms, minlength=vocab_size)
+    if total:
+        out_docs.flush()
+        out_weights.flush()
+        del out_docs, out_weights
+    else:
+        np.save(folder / "docs.npy", out_docs)
+        np.save(folder / "weights.npy", out_weights)
+    np.save(folder / "indptr.npy", indptr)
+    del terms, weights
+    for name in (*_ROW_FILES, *_PAIR_FILES):
+        (folder / name).unlink()
+    return total
+
+
+class InvertedIndex:
+    """The postings of a finished entry (memory-mapped) and the exact sparse dot product over them."""
+
+    def __init__(self, folder: Path):
+        self.indptr = np.load(folder / "indptr.npy")
+        self.docs = np.load(folder / "docs.npy", mmap_mode="r")
+        self.weights = np.load(folder / "weights.npy", mmap_mode="r")
+        record = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        self.num_docs = int(record["num_docs"])
+        self.vocab_size = len(self.indptr) - 1
+        if self.indptr.ndim != 1 or self.indptr[-1] != len(self.docs) or len(self.docs) != len(self.weights) \
+                or self.vocab_size != record.get("vocab_size"):
+            raise ValueError(f"postings of {len(self.docs)} documents and {len(self.weights)} weights do not match "
+                             f"indptr (ends at {self.indptr[-1]}, vocabulary {self.vocab_size})")
+
+    def scores(self, query: SparseVector) -> np.ndarray:
+        """``sum_t q_t * d_t`` for every document (float32, accumulated in the query's term order)."""
+        out = np.zeros(self.num_docs, dtype=np.float32)
+        for term, weight in zip(query.ids.tolist(), query.weights.tolist()):
+            start, end = int(self.indptr[term]), int(self.indptr[term + 1])
+            if end > start:
+                out[self.docs[start:end]] += np.float32(weight) * self.weights[start:end]
+        return out
+
+
+class SparseIndexCache:
+    """One index entry: ``folder`` when complete, ``partial`` while encoding, ``lock`` held by its builder."""
+
+    def __init__(self, root: Path, label: str, key: str):
+        self.root = Path(root)
+        self.folder = self.root / f"{label}-{key}"
+        self.partial = self.root / f".{label}-{key}.partial"
+        self.lock = self.root / f".{label}-{key}.lock"
+
+    def problem(self) -> str | None:
+        """What is wrong with the entry (missing marker, changed or missing files, inconsistent shapes), or None."""
+        problem = verify(self.folder, MARKER)
+        if problem is None:
+            try:
+                self.load()
+            except (OSError, ValueError, KeyError) as exc:
+                problem = f"cannot be loaded ({type(exc).__name__}: {exc})"
+        return problem
+
+    def exists(self) -> bool:
+        """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
+        if not self.folder.exists():
+            return False
+        problem = self.problem()
+        if problem is None:
+            return True
+        report_damaged("SPLADE index", self.folder, problem)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
+
+    def load(self) -> tuple[InvertedIndex, list[str]]:
+        index = InvertedIndex(self.folder)
+        doc_ids = json.loads((self.folder / "doc_ids.json").read_text(encoding="utf-8"))
+        if len(doc_ids) != index.num_docs:
+            raise ValueError(f"doc_ids.json holds {len(doc_ids)} IDs for {index.num_docs} documents")
+        return index, doc_ids
+
+    def _resume_point(self, num_docs: int, order: np.ndarray, vocab_size: int) -> dict[str, int] | None:
+        path = self.partial / "progress.json"
+        if not path.is_file():
+            return None
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return None
+        if state.get("num_docs") != num_docs or state.get("order") != order_digest(order) or \
+                state.get("vocab_size") != vocab_size:
+            return None
+        for name, dtype in {**_ROW_FILES, **_PAIR_FILES}.items():  # a file shorter than recorded: start over
+            length = state["rows"] if name in _ROW_FILES else state["pairs"]
+            file = self.partial / name
+            if not file.is_file() or file.stat().st_size < length * np.dtype(dtype).itemsize:
+                return None
+        return {"done": int(state["done"]), "rows": int(state["rows"]), "pairs": int(state["pairs"])}
+
+    def build(self, doc_ids: list[str], texts: Sequence[str], encode: Callable[[list[str]], list[SparseVector]],
+              vocab_size: int, batch_size: int, meta: dict[str, Any], order: np.ndarray, show_progress: bool = True,
+              checkpoint_batches: int = 32) -> tuple[InvertedIndex, list[str]]:
+        """Encode in ``order`` (resuming a partial entry), build the postings, seal and publish the entry."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        resume = self._resume_point(len(texts), order, vocab_size)
+        if resume is None:
+            shutil.rmtree(self.partial, ignore_errors=True)
+            self.partial.mkdir(parents=True)
+            resume = {"done": 0, "rows": 0, "pairs": 0}
+        else:
+            log.info("resuming SPLADE encoding at %d/%d documents from %s", resume["done"], len(texts), self.partial)
+        writer = SparseRowsWriter(self.partial, resume["rows"], resume["pairs"])
+
+        def checkpoint(done: int) -> None:
+            state = writer.checkpoint()
+            if state["rows"] != done:
+                raise RuntimeError(f"{state['rows']} document vectors written for {done} documents encoded")
+            write_json(self.partial / "progress.json", {"done": done, **state, "num_docs": len(texts),
+                                                        "order": order_digest(order), "vocab_size": vocab_size})
+
+        try:
+            encode_into(writer, texts, encode, batch_size, order, start=resume["done"], on_progress=checkpoint,
+                        checkpoint_batches=checkpoint_batches, show_progress=show_progress,
+                        desc=f"encode {meta.get('model', '')}")
+        finally:
+            writer.close()
+        postings = build_inverted(self.partial, len(doc_ids), vocab_size)
+        (self.partial / "progress.json").unlink(missing_ok=True)
+        (self.partial / "doc_ids.json").write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
+        seal(self.partial, MARKER, {**meta, "num_docs": len(doc_ids), "vocab_size": vocab_size, "postings": postings})
+        publish_dir(self.partial, self.folder)
+        log.info("indexed %d documents (%d postings) in %s", len(doc_ids), postings, self.folder)
+        return self.load()
+
+
+def check_vocabulary(index_vocab: int, query_vocab: int, what: str) -> None:
+    if index_vocab != query_vocab:
+        raise BeirxError(f"{what} has a vocabulary of {query_vocab} terms but the documents were encoded with "
+                         f"{index_vocab}: a SPLADE query encoder must share the document encoder's vocabulary")
