@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="where the local MTEB-layout copy goes (default: $BEIRX_HOME/hub/mteb/...)")
     task.add_argument("--output", type=Path, default=None, help="task file to write (default: ./<task_name>.py)")
     task.add_argument("--evaluate", metavar="MODEL", default=None,
-                      help="also run mteb.evaluate with this sentence-transformers model (name or folder)")
+                      help="also run mteb.evaluate with this sentence-transformers model (name or folder), or "
+                           "'bm25': beirx's BM25 with the --lang language pack (beirx.evaluate.mteb_bm25)")
     task.add_argument("--results", type=Path, default=Path("mteb-results"),
                       help="MTEB results folder for --evaluate (default ./mteb-results)")
     task.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size for --evaluate")
@@ -141,8 +142,14 @@ def _task(args) -> int:
     if args.evaluate:
         import mteb
 
-        model, prompts = mteb_encoder(args.evaluate)
-        print(f"prompts for MTEB: {prompts or 'none'}")
+        if args.evaluate == "bm25" and not Path(args.evaluate).is_dir():
+            from beirx.evaluate.mteb_bm25 import model as bm25_model
+
+            model = bm25_model(lang=args.lang)
+            print(f"MTEB model: {model.mteb_model_meta.name} (the {args.lang} language pack's analyzer)")
+        else:
+            model, prompts = mteb_encoder(args.evaluate)
+            print(f"prompts for MTEB: {prompts or 'none'}")
         result = mteb.evaluate(model, cls(), cache=mteb.ResultCache(args.results),
                                encode_kwargs={"batch_size": args.batch_size}, overwrite_strategy="always")
         for task_result in result.task_results:
