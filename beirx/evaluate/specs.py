@@ -140,10 +140,13 @@ System = Union[SystemSpec, RunFileSpec, FusionSpec, RerankSpec]
 def models_needed(systems: Iterable[System], lang: str) -> set[tuple[str, str | None]]:
     """``(model, revision)`` of every model ``systems`` load for ``lang`` (dense retrievers' and rerankers',
     given or the language's default), for :func:`~beirx.models.default_models.check_available`."""
+    from beirx.evaluate.rerankers import RERANKERS
+
     wanted = set()
     for system in systems:
         if isinstance(system, RerankSpec):
-            wanted.add((system.model(lang), system.params.get("revision")))
+            if RERANKERS.get(system.reranker).model_is_local(system.params):  # not a server's model name
+                wanted.add((system.model(lang), system.params.get("revision")))
         elif isinstance(system, SystemSpec):
             model = system.params.get("model") or default_model(system.retriever, lang)
             if model:

@@ -6,4 +6,6 @@ RERANKERS = Registry("reranker", {
     "cross-encoder": "beirx.evaluate.rerankers.cross_encoder:CrossEncoderReranker",
     "monot5": "beirx.evaluate.rerankers.monot5:MonoT5Reranker",
     "colbert": "beirx.evaluate.rerankers.colbert:ColbertReranker",
+    "llm-pointwise": "beirx.evaluate.rerankers.llm_pointwise:LLMPointwiseReranker",
+    "llm-listwise": "beirx.evaluate.rerankers.llm_listwise:LLMListwiseReranker",
 })

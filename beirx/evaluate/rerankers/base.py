@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 Pair = tuple[Query, Doc]
 
 # describe() keys that do not change a score, so they stay out of the cache identity.
-_NOT_SCORE_DEFINING = ("batch_size", "sort_by_length", "device")
+_NOT_SCORE_DEFINING = ("batch_size", "sort_by_length", "device", "usage")
 
 
 class Reranker(ABC):
@@ -46,6 +46,11 @@ class Reranker(ABC):
     def params_from_args(cls, args) -> dict[str, Any]:
         """Constructor parameters from parsed flags (device included); defaults left out."""
         return {"device": args.device} if getattr(args, "device", None) else {}
+
+    @classmethod
+    def model_is_local(cls, params: dict[str, Any]) -> bool:
+        """Whether the model is a folder or Hub id to check before any work (False: a server's model name)."""
+        return True
 
     device: Any = None
     """The torch device the model runs on (set by subclasses)."""
@@ -85,6 +90,15 @@ class Reranker(ABC):
         are the first stage's own, so reranking can only reorder a query's candidates. ``corpus`` is any
         mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading documents from disk.
         """
+        candidates = self.candidates(queries, corpus, first_stage, depth)
+        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
+        scores = iter(self._scores(pairs))
+        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
+
+    @staticmethod
+    def candidates(queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
+                   depth: int) -> dict[str, list[str]]:
+        """Each query's top ``depth`` first-stage document IDs in evaluation order (all must be in ``corpus``)."""
         if depth < 1:
             raise BeirxError(f"rerank depth must be at least 1, got {depth}")
         candidates: dict[str, list[str]] = {}
@@ -95,9 +109,7 @@ class Reranker(ABC):
                 raise BeirxError(f"the first-stage run ranks document {missing[0]!r} for query {qid!r}, but the "
                                  f"corpus has no such document ({len(missing)} missing for this query): was the "
                                  "run made on another dataset?")
-        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
-        scores = iter(self._scores(pairs))
-        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
+        return candidates
 
     def cache_identity(self) -> dict[str, Any]:
         """:meth:`describe` without the settings that cannot change a score (batch size, device...)."""

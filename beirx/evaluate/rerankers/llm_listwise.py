@@ -1,0 +1,288 @@
+"""Listwise LLM reranking with RankGPT's sliding window (Sun et al., 2023, "Is ChatGPT Good at Search?
+Investigating Large Language Models as Re-Ranking Agents").
+
+An LLM reads a *window* of ``window`` passages (default 20) and answers with their order (``[3] > [1] > ...``).
+The window slides from the bottom of the candidate list to the top by ``step`` (default 10): ranks
+``n-20..n``, then ``n-30..n-10``, ..., then ``0..20``, each window re-ordered in place, so a relevant
+passage can climb from the bottom to the top in one pass. A list shorter than the window is one window.
+Answers are read by :mod:`beirx.evaluate.rerankers.permutation`: missing, repeated and unknown identifiers
+never break a window (missing ones keep their original order) and are counted.
+
+Where the LLM runs:
+
+- ``base_url`` (or ``backend="openai"`` with ``$OPENAI_BASE_URL``): any OpenAI-compatible server (vLLM,
+  llama.cpp, Ollama, a hosted API) through beirx's shared client (:mod:`beirx.models.llm`: bounded
+  concurrency, retries, circuit breaker, token usage, cost and ``max_cost``); ``model`` is the served name;
+- otherwise a causal LM in this process (:mod:`beirx.models.causal_lm`, greedy, its chat template).
+
+Windows of different queries are independent: the k-th window of every query in a chunk of queries is
+sent together (concurrently to a server, as one batch to a local model). Final scores are ``n - rank``
+(n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list, document):
+a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
+``max_passage_words`` words (RankGPT cuts them too, so 20 fit one context). Token usage, cost, the
+permutation counts and the time spent waiting for the LLM are the ``usage`` of :meth:`describe`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beirx.argtypes import non_negative_float, positive_int
+from beirx.data.records import Doc, Query
+from beirx.errors import BeirxError
+from beirx.evaluate.defaults import RERANK_DEPTH
+from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_prompts
+from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
+from beirx.evaluate.runs import Run
+from beirx.language_packs import get_pack
+from beirx.models.llm import Endpoint, LLMClient, Prices, Request, UsageMeter
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("openai", "transformers")
+
+
+def windows(size: int, window: int, step: int) -> list[tuple[int, int]]:
+    """RankGPT's windows ``[start, end)`` over ``size`` candidates, bottom first."""
+    spans, end = [], size
+    while end > 0:
+        start = max(0, end - window)
+        spans.append((start, end))
+        if start == 0:
+            break
+        end -= step
+    return spans
+
+
+@dataclass
+class _Ranking:
+    """One query's candidates being re-ordered window by window."""
+
+    query: Query
+    docs: list[Doc]
+    spans: list[tuple[int, int]]
+    order: list[int] = field(default_factory=list)  # positions into ``docs``, best first
+
+    def __post_init__(self):
+        self.order = list(range(len(self.docs)))
+
+
+class LLMListwiseReranker(Reranker):
+    name = "llm-listwise"
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        add_prompt_argument(group)
+        group.add_argument("--llm-base-url", help="llm-listwise: an OpenAI-compatible server (e.g. "
+                                                  "http://127.0.0.1:8080/v1); --reranker-model is its model name. "
+                                                  "Default: the model runs in this process (transformers)")
+        group.add_argument("--llm-window", type=positive_int, default=20, help="passages per window (default 20)")
+        group.add_argument("--llm-step", type=positive_int, default=10, help="window step (default 10)")
+        group.add_argument("--llm-passage-words", type=positive_int, default=100,
+                           help="words kept of each passage (default 100)")
+        group.add_argument("--llm-concurrency", type=positive_int, default=8,
+                           help="requests in flight to the server (default 8)")
+        group.add_argument("--llm-price-input", type=non_negative_float, default=0.0,
+                           help="USD per million prompt tokens, for the cost reported (default 0)")
+        group.add_argument("--llm-price-output", type=non_negative_float, default=0.0,
+                           help="USD per million generated tokens (default 0)")
+        group.add_argument("--llm-max-cost", type=non_negative_float, default=None,
+                           help="stop before the reported cost could exceed this many USD")
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        params = super().params_from_args(args)
+        chosen = {"prompt_file": getattr(args, "llm_prompt_file", None), "base_url": getattr(args, "llm_base_url", None),
+                  "max_cost": getattr(args, "llm_max_cost", None)}
+        params.update({k: str(v) if isinstance(v, Path) else v for k, v in chosen.items() if v is not None})
+        defaults = {"window": ("llm_window", 20), "step": ("llm_step", 10), "passage_words": ("llm_passage_words", 100),
+                    "concurrency": ("llm_concurrency", 8), "price_input": ("llm_price_input", 0.0),
+                    "price_output": ("llm_price_output", 0.0)}
+        for param, (flag, default) in defaults.items():
+            if getattr(args, flag, default) != default:
+                params[param] = getattr(args, flag)
+        return params
+
+    @classmethod
+    def model_is_local(cls, params: dict[str, Any]) -> bool:
+        return _backend(params.get("backend"), params.get("base_url")) == "transformers"
+
+    def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
+                 window: int = 20, step: int = 10, passage_words: int = 100, max_tokens: int | None = None,
+                 concurrency: int = 8, timeout: float = 300.0, price_input: float = 0.0, price_output: float = 0.0,
+                 max_cost: float | None = None, prompt_file: str | None = None, batch_size: int = 4,
+                 device: str | None = None, revision: str | None = None, chunk_queries: int = 32,
+                 show_progress: bool = True, use_cache: bool = True):
+        super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
+        if not 1 <= step <= window:
+            raise BeirxError(f"the window step must be between 1 and the window ({window}), got {step}")
+        self.window, self.step, self.passage_words = int(window), int(step), int(passage_words)
+        self.max_tokens = int(max_tokens or 8 * self.window + 16)  # "[12] > " is about 5 tokens
+        self.prices, self.max_cost = Prices(float(price_input), float(price_output)), max_cost
+        self.batch_size, self.chunk_queries = int(batch_size), int(chunk_queries)
+        self.prompts = load_prompts(prompt_file)
+        self.language = get_pack(lang)
+        self.backend = _backend(backend, base_url)
+        if self.backend == "openai":
+            self.endpoint = Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout))
+            self.files = None
+        else:
+            from beirx.models.causal_lm import causal_lm
+            from beirx.models.device import choose_device
+            from beirx.models.files import resolve_model
+
+            self.endpoint = None
+            self.files = resolve_model(model, revision)
+            self.device = choose_device(device)
+            self.tokenizer, self.model = causal_lm(self.files, self.device)
+        self.last_usage: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        where = ({**self.endpoint.describe(), "backend": "openai"} if self.endpoint is not None else
+                 {"model": self.files.name, "revision": self.files.revision, "backend": "transformers",
+                  "dtype": str(self.model.dtype).removeprefix("torch."), "device": self.device,
+                  "batch_size": self.batch_size})
+        return {"reranker": self.name, **where, **self.prompts.describe(), "language": self.language.code,
+                "method": "RankGPT sliding window (bottom to top)", "window": self.window, "step": self.step,
+                "passage_words": self.passage_words, "max_tokens": self.max_tokens, "temperature": 0.0,
+                "score": "n - rank after the final window", "usage": self.last_usage}
+
+    # -- prompts -------------------------------------------------------------------------------
+    def request(self, query: Query, docs: list[Doc]) -> Request:
+        """The chat request ranking ``docs`` (one window) for ``query``."""
+        passages = "\n".join(self.prompts.fill("listwise", "passage", id=i + 1, text=self._passage(d))
+                             for i, d in enumerate(docs))
+        user = self.prompts.fill("listwise", "user", query=query.text, num=len(docs), passages=passages,
+                                 language=self.language.name)
+        messages = [{"role": "system", "content": self.prompts.get("listwise", "system")},
+                    {"role": "user", "content": user}]
+        return Request.chat(messages, max_tokens=self.max_tokens)
+
+    def _passage(self, doc: Doc) -> str:
+        words = doc.joined().split()
+        return " ".join(words[:self.passage_words])
+
+    # -- ranking -------------------------------------------------------------------------------
+    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
+               depth: int = RERANK_DEPTH) -> Run:
+        candidates = self.candidates(queries, corpus, first_stage, depth)
+        lists = {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()}
+        return self._rank_lists(queries, lists)
+
+    def score(self, query: Query, docs: list[Doc]) -> list[float]:
+        ranked = self._rank_lists({query.id: query}, {query.id: docs})[query.id]
+        return [ranked[d.id] for d in docs]
+
+    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
+        """Each query's pairs (in the given order) ranked as one candidate list; ``n - rank`` per pair."""
+        lists: dict[str, list[Doc]] = {}
+        queries: dict[str, Query] = {}
+        for query, doc in pairs:
+            queries[query.id] = query
+            lists.setdefault(query.id, []).append(doc)
+        ranked = self._rank_lists(queries, lists)
+        progress(len(pairs))
+        return [ranked[q.id][d.id] for q, d in pairs]
+
+    def _rank_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> Run:
+        """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
+        from tqdm.auto import tqdm
+
+        cache = self._open_cache()
+        keys = {qid: _list_keys(queries[qid], docs) for qid, docs in lists.items()}
+        run: Run = {}
+        todo = []
+        for qid, docs in lists.items():
+            known = cache.get(keys[qid]) if cache is not None and docs else {}
+            if len(known) == len(docs):
+                run[qid] = {d.id: known[k] for d, k in zip(docs, keys[qid])}
+            else:
+                todo.append(qid)
+        stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
+        client = LLMClient(self.endpoint, meter=meter) if self.endpoint is not None else None
+        try:
+            with tqdm(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
+                      disable=not self.show_progress) as bar:
+                for start in range(0, len(todo), self.chunk_queries):
+                    chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step))
+                             for q in todo[start:start + self.chunk_queries]]
+                    waited += self._run_windows(chunk, client, meter, stats)
+                    scores = {}
+                    for ranking in chunk:
+                        n = len(ranking.docs)
+                        by_position = {p: float(n - rank) for rank, p in enumerate(ranking.order)}
+                        qid = ranking.query.id
+                        run[qid] = {d.id: by_position[i] for i, d in enumerate(ranking.docs)}
+                        scores.update({k: by_position[i] for i, k in enumerate(keys[qid])})
+                        bar.update(n)
+                    if cache is not None:
+                        cache.put(scores)  # one transaction per chunk: a killed run keeps finished chunks
+        finally:
+            if client is not None:
+                client.close()
+        self.last_usage = {**stats.as_dict(), **meter.snapshot(), "llm_seconds": round(waited, 3),
+                           "queries_ranked": len(todo), "queries_from_cache": len(lists) - len(todo)}
+        if todo:
+            log.info("%s: %d windows for %d queries, %d malformed (%d missing, %d repeated, %d unknown IDs), "
+                     "%d prompt + %d completion tokens, USD %.4f, %.1f s waiting for the LLM", self.name,
+                     stats.windows, len(todo), stats.malformed_windows, stats.missing_ids, stats.repeated_ids,
+                     stats.unknown_ids, meter.usage.prompt_tokens, meter.usage.completion_tokens, meter.spent, waited)
+        return {qid: run[qid] for qid in lists}
+
+    def _run_windows(self, chunk: list[_Ranking], client: LLMClient | None, meter: UsageMeter,
+                     stats: PermutationStats) -> float:
+        """Apply every window of every query in ``chunk``; returns the seconds spent waiting for answers."""
+        waited = 0.0
+        for round_ in range(max((len(r.spans) for r in chunk), default=0)):
+            active = [r for r in chunk if round_ < len(r.spans)]
+            requests = []
+            for ranking in active:
+                start, end = ranking.spans[round_]
+                requests.append(self.request(ranking.query, [ranking.docs[p] for p in ranking.order[start:end]]))
+            began = time.perf_counter()
+            replies = client.call_many(requests) if client is not None else self._generate(requests, meter)
+            waited += time.perf_counter() - began
+            for ranking, reply in zip(active, replies):
+                start, end = ranking.spans[round_]
+                permutation = parse_permutation(reply.text, end - start)
+                stats.add(permutation, truncated=reply.finish_reason == "length")
+                window = ranking.order[start:end]
+                ranking.order[start:end] = [window[p] for p in permutation.order]
+        return waited
+
+    def _generate(self, requests: list[Request], meter: UsageMeter):
+        from beirx.models.causal_lm import generate
+
+        replies = []
+        for start in range(0, len(requests), self.batch_size):
+            batch = generate(self.tokenizer, self.model, requests[start:start + self.batch_size], self.device)
+            for reply in batch:
+                meter.add(reply.usage)
+            replies += batch
+        return replies
+
+
+def _backend(backend: str | None, base_url: str | None) -> str:
+    chosen = backend or ("openai" if base_url else "transformers")
+    if chosen not in BACKENDS:
+        raise BeirxError(f"llm-listwise backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
+    return chosen
+
+
+def _list_keys(query: Query, docs: list[Doc]) -> list[bytes]:
+    """Cache keys of a query's candidates: a document's score depends on the whole list it was ranked in (and
+    on its place there, so two documents with the same text keep two keys)."""
+    from beirx.evaluate.rerankers.score_cache import pair_key
+
+    digest = hashlib.blake2b(digest_size=16)
+    for doc in docs:
+        digest.update(pair_key(query, doc))
+    prefix = digest.digest()
+    return [hashlib.blake2b(prefix + i.to_bytes(4, "big"), digest_size=16).digest() for i in range(len(docs))]
