@@ -28,7 +28,6 @@ from beirx.evaluate.retrievers.sparse_index import InvertedIndex, SparseRowsWrit
 from beirx.evaluate.retrievers.splade import SpladeRetriever
 from beirx.evaluate.runs import read_trec
 from beirx.models import splade as splade_model
-from beirx.models.splade import SparseVector
 from tests.conftest import REPO, write_beir
 from tests.test_dense import Pack, scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
 from tests.tiny_models import build_tiny_splade

@@ -78,14 +78,20 @@ def encode_into(out: np.ndarray, texts: Sequence[str], encode: Callable[[list[st
                 on_progress(min(pos + batch_size, total))
 
 
-class EmbeddingCache:
-    """One cache entry (see the module docstring); ``label`` is a readable prefix, ``key`` the hash."""
+class CacheEntry:
+    """A resumable cache entry: ``folder`` when complete, ``partial`` while being built, ``lock`` held by its
+    builder; ``label`` is a readable prefix, ``key`` the hash. Subclasses say what is wrong (:meth:`problem`)."""
+
+    what = "cache entry"
 
     def __init__(self, root: Path, label: str, key: str):
         self.root = Path(root)
         self.folder = self.root / f"{label}-{key}"
         self.partial = self.root / f".{label}-{key}.partial"
         self.lock = self.root / f".{label}-{key}.lock"
+
+    def problem(self) -> str | None:
+        raise NotImplementedError
 
     def exists(self) -> bool:
         """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
@@ -94,9 +100,15 @@ class EmbeddingCache:
         problem = self.problem()
         if problem is None:
             return True
-        report_damaged("embedding cache", self.folder, problem)
+        report_damaged(self.what, self.folder, problem)
         shutil.rmtree(self.folder, ignore_errors=True)
         return False
+
+
+class EmbeddingCache(CacheEntry):
+    """One cache entry of embeddings (see the module docstring)."""
+
+    what = "embedding cache"
 
     def problem(self) -> str | None:
         """What is wrong with the entry (missing marker, changed files, wrong shape or ID count), or None."""

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from beirx.atomic import publish_dir, write_json
-from beirx.cache_integrity import report_damaged, seal, verify
+from beirx.cache_integrity import seal, verify
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.bm25_index import pair_blocks
-from beirx.models.embeddings_cache import encode_into, order_digest
+from beirx.models.embeddings_cache import CacheEntry, encode_into, order_digest
 from beirx.models.splade import SparseVector
 
 log = logging.getLogger(__name__)
@@ -174,14 +174,10 @@ class InvertedIndex:
         return out
 
 
-class SparseIndexCache:
+class SparseIndexCache(CacheEntry):
     """One index entry: ``folder`` when complete, ``partial`` while encoding, ``lock`` held by its builder."""
 
-    def __init__(self, root: Path, label: str, key: str):
-        self.root = Path(root)
-        self.folder = self.root / f"{label}-{key}"
-        self.partial = self.root / f".{label}-{key}.partial"
-        self.lock = self.root / f".{label}-{key}.lock"
+    what = "SPLADE index"
 
     def problem(self) -> str | None:
         """What is wrong with the entry (missing marker, changed or missing files, inconsistent shapes), or None."""
@@ -192,17 +188,6 @@ class SparseIndexCache:
             except (OSError, ValueError, KeyError) as exc:
                 problem = f"cannot be loaded ({type(exc).__name__}: {exc})"
         return problem
-
-    def exists(self) -> bool:
-        """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
-        if not self.folder.exists():
-            return False
-        problem = self.problem()
-        if problem is None:
-            return True
-        report_damaged("SPLADE index", self.folder, problem)
-        shutil.rmtree(self.folder, ignore_errors=True)
-        return False
 
     def load(self) -> tuple[InvertedIndex, list[str]]:
         index = InvertedIndex(self.folder)
