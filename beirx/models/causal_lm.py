@@ -73,16 +73,20 @@ def next_token_logprobs(tokenizer, model, texts: Sequence[str], device: str):
     return torch.log_softmax(logits, dim=-1).cpu()
 
 
-def generate(tokenizer, model, requests: Sequence[Request], device: str) -> list[Reply]:
-    """Greedy answers to ``requests`` generated together; each stops at the end of its turn or at its own
-    ``max_tokens`` (``finish_reason`` ``stop``/``length``) and at its stop strings; usage counts the tokens read
-    and generated."""
+def generate(tokenizer, model, requests: Sequence[Request], device: str, temperature: float = 0.0,
+             seed: int | None = None) -> list[Reply]:
+    """Answers to ``requests`` generated together (greedy at ``temperature`` 0, else sampled, seeded by
+    ``seed``); each stops at the end of its turn or at its own ``max_tokens`` (``finish_reason``
+    ``stop``/``length``) and at its stop strings; usage counts the tokens read and generated."""
     torch = require("torch", "neural", "a local causal language model")
     inputs = _batch(tokenizer, [prompt_text(tokenizer, r) for r in requests], device)
     inputs.pop("position_ids")  # generate() derives them from the mask
     limit = max(r.max_tokens or 256 for r in requests)
+    sampling = {"do_sample": False} if not temperature else {"do_sample": True, "temperature": float(temperature)}
+    if seed is not None:
+        torch.manual_seed(seed)
     with torch.inference_mode():
-        output = model.generate(**inputs, max_new_tokens=limit, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        output = model.generate(**inputs, max_new_tokens=limit, pad_token_id=tokenizer.pad_token_id, **sampling)
     eos = model.generation_config.eos_token_id
     stops = {tokenizer.eos_token_id, *(eos if isinstance(eos, (list, tuple)) else [eos])} - {None}
     replies = []
