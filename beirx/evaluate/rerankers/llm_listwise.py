@@ -43,6 +43,7 @@ from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permuta
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
 from beirx.models.llm import Endpoint, LLMClient, Prices, Request, UsageMeter
+from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -193,8 +194,6 @@ class LLMListwiseReranker(Reranker):
 
     def _rank_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> Run:
         """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
-        from tqdm.auto import tqdm
-
         cache = self._open_cache()
         keys = {qid: _list_keys(queries[qid], docs) for qid, docs in lists.items()}
         run: Run = {}
@@ -208,8 +207,8 @@ class LLMListwiseReranker(Reranker):
         stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
         client = LLMClient(self.endpoint, meter=meter) if self.endpoint is not None else None
         try:
-            with tqdm(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
-                      disable=not self.show_progress) as bar:
+            with progress(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
+                          enabled=self.show_progress) as bar:
                 for start in range(0, len(todo), self.chunk_queries):
                     chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step))
                              for q in todo[start:start + self.chunk_queries]]
