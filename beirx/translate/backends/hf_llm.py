@@ -3,8 +3,9 @@
 The same units, prompts, validation, retries and fallback as ``openai``
 (:class:`~beirx.translate.llm.translator.LLMTranslator`); only generation differs. Units ask for their
 answers concurrently; the requests waiting at any moment are generated together in one padded batch
-(left padding, greedy decoding at temperature 0) of up to ``batch_size``, on the GPU when there is one.
-``finish_reason`` is ``length`` when a row used all its ``max_tokens`` without reaching the end of its
+of up to ``batch_size`` by :func:`beirx.models.causal_lm.generate` (left padding, greedy decoding at
+temperature 0; the model loaded once per process, as the LLM rerankers load theirs), on the GPU when there is
+one. ``finish_reason`` is ``length`` when a row used all its ``max_tokens`` without reaching the end of its
 turn, so truncation is detected as with a server. Usage counts the prompt's and the generated tokens.
 
 Options besides the LLM ones: ``device`` (cpu, cuda, cuda:N; default cuda when available), ``batch_size``
@@ -19,12 +20,10 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from beirx.errors import require
 from beirx.models.device import choose_device
-from beirx.models.files import model_revision
-from beirx.models.llm import CHAT, Reply, Request, Usage
+from beirx.models.files import model_revision, resolve_model
+from beirx.models.llm import Reply, Request
 from beirx.models.llm.loop import BackgroundLoop
-from beirx.models.loaded import cached
 from beirx.translate.llm.translator import LLMTranslator
 
 log = logging.getLogger(__name__)
@@ -43,6 +42,7 @@ class HFLLMTranslator(LLMTranslator):
         self._loop = BackgroundLoop("beirx-hf-llm")
         self._waiting: list[tuple[Request, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
+        self._files = None  # the model's ModelFiles, resolved when first needed
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "revision": self.revision}
@@ -74,60 +74,11 @@ class HFLLMTranslator(LLMTranslator):
             for (_, future), reply in zip(batch, replies):
                 future.set_result(reply)
 
-    def _load(self):
-        def load():
-            transformers = require("transformers", "neural", "the hf-llm translator")
-            require("torch", "neural", "the hf-llm translator")
-            tokenizer = transformers.AutoTokenizer.from_pretrained(self.model)
-            tokenizer.padding_side = "left"
-            if tokenizer.pad_token is None:
-                tokenizer.pad_token = tokenizer.eos_token
-            model = transformers.AutoModelForCausalLM.from_pretrained(self.model).to(self.device).eval()
-            return tokenizer, model
-
-        return cached(("causal-lm", str(self.model), self.device), load)
-
     def _generate(self, requests: list[Request]) -> list[Reply]:
-        import torch
+        from beirx.models.causal_lm import causal_lm, generate
 
-        tokenizer, model = self._load()
-        if self.api == CHAT:
-            prompts = [tokenizer.apply_chat_template(list(r.messages), tokenize=False, add_generation_prompt=True)
-                       for r in requests]
-        else:
-            prompts = [r.prompt for r in requests]
-        batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=self.api != CHAT)
-        batch = batch.to(self.device)
-        limit = max(r.max_tokens or 256 for r in requests)
-        sampling = {"do_sample": False} if self.prompts.temperature == 0 else \
-            {"do_sample": True, "temperature": self.prompts.temperature}
-        if self.prompts.seed is not None:
-            torch.manual_seed(self.prompts.seed)
-        with torch.inference_mode():
-            output = model.generate(**batch, max_new_tokens=limit, pad_token_id=tokenizer.pad_token_id, **sampling)
-        generated = output[:, batch["input_ids"].shape[1]:]
-        stops = set(_as_list(model.generation_config.eos_token_id)) | {tokenizer.eos_token_id}
-        replies = []
-        for request, row, mask in zip(requests, generated.tolist(), batch["attention_mask"]):
-            replies.append(_reply(tokenizer, request, row, stops, int(mask.sum())))
-        return replies
-
-
-def _as_list(value) -> list[int]:
-    return [] if value is None else list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _reply(tokenizer, request: Request, row: list[int], stops: set[int], prompt_tokens: int) -> Reply:
-    """One row's answer: up to its end of turn (``stop``) or its own ``max_tokens`` (``length``), cut at the
-    request's stop strings."""
-    limit = request.max_tokens or len(row)
-    end = next((i for i, token in enumerate(row) if token in stops), None)
-    if end is not None and end <= limit:
-        kept, finish = row[:end], "stop"
-    else:
-        kept, finish = row[:limit], "length"
-    text = tokenizer.decode(kept, skip_special_tokens=True)
-    for stop in request.stop:
-        if stop in text:
-            text, finish = text[:text.index(stop)], "stop"
-    return Reply(text, finish, Usage(prompt_tokens, len(kept)))
+        if self._files is None:
+            self._files = resolve_model(self.model)
+        tokenizer, model = causal_lm(self._files, self.device)
+        return generate(tokenizer, model, requests, self.device, temperature=self.prompts.temperature,
+                        seed=self.prompts.seed)
