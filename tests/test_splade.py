@@ -197,28 +197,45 @@ def test_killed_encoding_resumes_and_damaged_index_is_rebuilt(tiny_splade, tmp_p
     script = KILLED_ENCODER.format(repo=str(REPO), model=str(tiny_splade), dataset=str(dataset.root))
     process = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "BEIRX_HOME": str(beirx_home)})
     deadline = time.monotonic() + 300  # imports torch: slow on a busy machine
-    progress = None
+
+    def committed(journal: Path) -> list[int]:  # the ends of the chunks the progress journal records
+        lines = journal.read_text().splitlines()[1:] if journal.is_file() else []
+        return [json.loads(line)["end"] for line in lines if line.endswith("}")]
+
+    journal = None
     while time.monotonic() < deadline and process.poll() is None:
-        found = list((beirx_home / "indexes").glob(".splade-*.partial/progress.json"))
-        if found and json.loads(found[0].read_text())["done"] >= 4:
-            progress = found[0]
+        found = list((beirx_home / "indexes").glob(".splade-*.partial/progress.jsonl"))
+        if found and len(committed(found[0])) >= 3:
+            journal = found[0]
             break
         time.sleep(0.05)
-    assert progress is not None, "the encoding never reached its second checkpoint"
+    assert journal is not None, "the encoding never reached its third checkpoint"
     process.send_signal(signal.SIGKILL)
     process.wait()
-    done = json.loads(progress.read_text())["done"]
-    assert 4 <= done < len(docs)
+    ends = committed(journal)
+    assert 6 <= ends[-1] < len(docs)
+
+    # The last chunk's bytes no longer match what its record claims (a write that never reached the disk):
+    # it is not trusted, the encoding resumes after the chunk before it.
+    partial = journal.parent
+    counts = np.fromfile(partial / "counts.bin", dtype=np.int32)
+    first_pair = int(counts[:ends[-2]].sum())
+    assert counts[ends[-2]] > 0
+    weights = bytearray((partial / "weights.bin").read_bytes())
+    weights[4 * first_pair] ^= 0xFF
+    (partial / "weights.bin").write_bytes(bytes(weights))
+    done = ends[-2]
 
     calls = []
     encode = splade_model.SpladeEncoder.encode
     monkeypatch.setattr(splade_model.SpladeEncoder, "encode",
                         lambda self, texts, max_length: calls.append(len(texts)) or encode(self, texts, max_length))
     resumed = SpladeRetriever(Pack(), model=str(tiny_splade), batch_size=1, show_progress=False)
-    with caplog.at_level(logging.INFO, logger="beirx.evaluate.retrievers.sparse_index"):
+    with caplog.at_level(logging.INFO):
         resumed.index(dataset)
+    assert f"claims positions {ends[-2]}-{ends[-1]}, but the data there does not match" in caplog.text
     assert f"resuming SPLADE encoding at {done}/{len(docs)} documents" in caplog.text
-    assert sum(calls) == len(docs) - done  # only what the killed process had not checkpointed
+    assert sum(calls) == len(docs) - done  # only what the killed process had not checkpointed (or wrote wrong)
     fresh = SpladeRetriever(Pack(), model=str(tiny_splade), use_cache=False, show_progress=False)
     fresh.index(dataset)
     queries = dataset.queries

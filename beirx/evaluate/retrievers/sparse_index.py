@@ -2,9 +2,11 @@
 
 Encoding (minutes to days) appends each document's sparse vector, in encoding order, to four flat files
 of a ``.partial`` folder (corpus positions, term counts, term ids, weights); every few batches the files
-are flushed and their lengths recorded in ``progress.json``, so a killed encoding resumes at the last
-checkpoint (longer files are cut back to it) instead of starting over. Nothing of the corpus is held in
-memory.
+are synced and then the chunk of documents just written is recorded, with the checksum of its bytes in the
+four files, in the folder's progress journal (:class:`beirx.cache_integrity.ProgressJournal`). A killed
+encoding resumes after the last chunk whose bytes still match their checksum (longer files are cut back to
+it) instead of starting over, and a record that claims vectors the files do not hold is never built into an
+index. Nothing of the corpus is held in memory.
 
 The inverted index is then built in two streaming passes with bounded memory: term document frequencies
 (``indptr``, as in the BM25 index's column layout, :mod:`beirx.evaluate.retrievers.bm25_index`), then the
@@ -32,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from beirx.atomic import publish_dir, write_json
-from beirx.cache_integrity import seal, verify
+from beirx.atomic import atomic_writer, publish_dir, reserve
+from beirx.cache_integrity import ProgressJournal, digest_bytes, seal, verify
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.bm25_index import pair_blocks
 from beirx.models.embeddings_cache import CacheEntry, encode_into, order_digest
@@ -45,6 +47,7 @@ BLOCK_PAIRS = 4_000_000
 _ROW_FILES = {"positions.bin": np.int64, "counts.bin": np.int32}  # one entry per encoded document
 _PAIR_FILES = {"terms.bin": np.int32, "weights.bin": np.float32}  # one entry per (document, term) pair
 MARKER = "COMPLETE"
+PROGRESS = "progress.jsonl"
 
 
 def _flat(path: Path, dtype) -> np.ndarray:
@@ -79,16 +82,38 @@ class SparseRowsWriter:
         self.rows += len(rows)
         self.pairs += int(counts.sum())
 
-    def checkpoint(self) -> dict[str, int]:
-        """Flush to disk; the lengths to record so a resumed encoding continues from here."""
+    def flush(self) -> None:
+        """Hand what was written to the operating system (readable from the files)."""
+        for fh in self._files.values():
+            fh.flush()
+
+    def sync(self) -> None:
+        """Make what was written durable (before the progress journal records it)."""
         for fh in self._files.values():
             fh.flush()
             os.fsync(fh.fileno())
-        return {"rows": self.rows, "pairs": self.pairs}
 
     def close(self) -> None:
         for fh in self._files.values():
             fh.close()
+
+
+def chunk_digest(folder: Path, start: int, end: int) -> str:
+    """Checksum of the bytes documents ``[start, end)`` (in encoding order) occupy in the four files of
+    :class:`SparseRowsWriter`: what a progress record claims was written. Raises ``ValueError`` when the
+    files are shorter than that."""
+    counts = _flat(folder / "counts.bin", np.int32)
+    if len(counts) < end or len(_flat(folder / "positions.bin", np.int64)) < end:
+        raise ValueError(f"{folder}: fewer than {end} documents written")
+    first = int(counts[:start].sum(dtype=np.int64))
+    last = first + int(counts[start:end].sum(dtype=np.int64))
+    parts = [_flat(folder / "positions.bin", np.int64)[start:end], counts[start:end]]
+    for name, dtype in _PAIR_FILES.items():
+        values = _flat(folder / name, dtype)
+        if len(values) < last:
+            raise ValueError(f"{folder / name}: fewer than {last} term weights written")
+        parts.append(values[first:last])
+    return digest_bytes(b"".join(np.ascontiguousarray(part).tobytes() for part in parts))
 
 
 def build_inverted(folder: Path, num_docs: int, vocab_size: int, block_pairs: int = BLOCK_PAIRS) -> int:
@@ -116,10 +141,12 @@ def build_inverted(folder: Path, num_docs: int, vocab_size: int, block_pairs: in
             raise RuntimeError(f"{folder}: term id {len(found) - 1} is outside the vocabulary of {vocab_size}")
         df += found
     indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
-    out_docs = np.lib.format.open_memmap(folder / "docs.npy", mode="w+", dtype=np.int32, shape=(total,)) \
-        if total else np.zeros(0, dtype=np.int32)
-    out_weights = np.lib.format.open_memmap(folder / "weights.npy", mode="w+", dtype=np.float32, shape=(total,)) \
-        if total else np.zeros(0, dtype=np.float32)
+    out_docs, out_weights = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+    if total:  # written through memory maps: their disk space is reserved first (a full disk is ENOSPC, not SIGBUS)
+        out_docs = np.lib.format.open_memmap(folder / "docs.npy", mode="w+", dtype=np.int32, shape=(total,))
+        out_weights = np.lib.format.open_memmap(folder / "weights.npy", mode="w+", dtype=np.float32, shape=(total,))
+        reserve(folder / "docs.npy")
+        reserve(folder / "weights.npy")
     fill = indptr[:-1].copy()
     for lo, hi in pair_blocks(doc_ptr, block_pairs):
         n = lengths[lo:hi]
@@ -196,54 +223,48 @@ class SparseIndexCache(CacheEntry):
             raise ValueError(f"doc_ids.json holds {len(doc_ids)} IDs for {index.num_docs} documents")
         return index, doc_ids
 
-    def _resume_point(self, num_docs: int, order: np.ndarray, vocab_size: int) -> dict[str, int] | None:
-        path = self.partial / "progress.json"
-        if not path.is_file():
-            return None
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            return None
-        if state.get("num_docs") != num_docs or state.get("order") != order_digest(order) or \
-                state.get("vocab_size") != vocab_size:
-            return None
-        for name, dtype in {**_ROW_FILES, **_PAIR_FILES}.items():  # a file shorter than recorded: start over
-            length = state["rows"] if name in _ROW_FILES else state["pairs"]
-            file = self.partial / name
-            if not file.is_file() or file.stat().st_size < length * np.dtype(dtype).itemsize:
-                return None
-        return {"done": int(state["done"]), "rows": int(state["rows"]), "pairs": int(state["pairs"])}
+    def _resume_point(self, journal: ProgressJournal) -> tuple[int, int]:
+        """Documents and (term, weight) pairs of the partial entry whose checksums verify: ``(0, 0)`` for none."""
+        if not all((self.partial / name).is_file() for name in (*_ROW_FILES, *_PAIR_FILES)):
+            return 0, 0
+        done = journal.resume(lambda a, b: chunk_digest(self.partial, a, b), "partial SPLADE index")
+        if not done:
+            return 0, 0
+        return done, int(_flat(self.partial / "counts.bin", np.int32)[:done].sum(dtype=np.int64))
 
     def build(self, doc_ids: list[str], texts: Sequence[str], encode: Callable[[list[str]], list[SparseVector]],
               vocab_size: int, batch_size: int, meta: dict[str, Any], order: np.ndarray, show_progress: bool = True,
               checkpoint_batches: int = 32) -> tuple[InvertedIndex, list[str]]:
         """Encode in ``order`` (resuming a partial entry), build the postings, seal and publish the entry."""
         self.root.mkdir(parents=True, exist_ok=True)
-        resume = self._resume_point(len(texts), order, vocab_size)
-        if resume is None:
+        journal = ProgressJournal(self.partial / PROGRESS, {"num_docs": len(texts), "order": order_digest(order),
+                                                             "vocab_size": vocab_size})
+        done, pairs = self._resume_point(journal)
+        if not done:
             shutil.rmtree(self.partial, ignore_errors=True)
             self.partial.mkdir(parents=True)
-            resume = {"done": 0, "rows": 0, "pairs": 0}
+            journal.begin()
         else:
-            log.info("resuming SPLADE encoding at %d/%d documents from %s", resume["done"], len(texts), self.partial)
-        writer = SparseRowsWriter(self.partial, resume["rows"], resume["pairs"])
+            log.info("resuming SPLADE encoding at %d/%d documents from %s (their checksums verified)", done,
+                     len(texts), self.partial)
+        writer = SparseRowsWriter(self.partial, done, pairs)
 
-        def checkpoint(done: int) -> None:
-            state = writer.checkpoint()
-            if state["rows"] != done:
-                raise RuntimeError(f"{state['rows']} document vectors written for {done} documents encoded")
-            write_json(self.partial / "progress.json", {"done": done, **state, "num_docs": len(texts),
-                                                        "order": order_digest(order), "vocab_size": vocab_size})
+        def checkpoint(end: int) -> None:
+            if writer.rows != end:
+                raise RuntimeError(f"{writer.rows} document vectors written for {end} documents encoded")
+            writer.flush()
+            journal.commit(journal.done, end, chunk_digest(self.partial, journal.done, end), sync=writer.sync)
 
         try:
-            encode_into(writer, texts, encode, batch_size, order, start=resume["done"], on_progress=checkpoint,
+            encode_into(writer, texts, encode, batch_size, order, start=done, on_progress=checkpoint,
                         checkpoint_batches=checkpoint_batches, show_progress=show_progress,
                         desc=f"encode {meta.get('model', '')}")
         finally:
             writer.close()
         postings = build_inverted(self.partial, len(doc_ids), vocab_size)
-        (self.partial / "progress.json").unlink(missing_ok=True)
-        (self.partial / "doc_ids.json").write_text(json.dumps(doc_ids, ensure_ascii=False), encoding="utf-8")
+        journal.path.unlink(missing_ok=True)
+        with atomic_writer(self.partial / "doc_ids.json") as fh:
+            json.dump(doc_ids, fh, ensure_ascii=False)
         seal(self.partial, MARKER, {**meta, "num_docs": len(doc_ids), "vocab_size": vocab_size, "postings": postings})
         publish_dir(self.partial, self.folder)
         log.info("indexed %d documents (%d postings) in %s", len(doc_ids), postings, self.folder)
