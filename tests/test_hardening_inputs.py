@@ -235,7 +235,11 @@ def test_numeric_options_are_range_checked(ds, tmp_path, capsys, option, value, 
 def test_output_that_is_a_file_is_rejected(ds, tmp_path, capsys):
     (tmp_path / "out").write_text("x")
     assert eval_cli(ds, tmp_path / "out")[0] == 2
-    assert "exists and is not a folder" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "exists and is not a folder" in err
+    # the reason and where the options are listed, not sixty lines of usage above it
+    assert err.splitlines()[-2:] == [f"beirx eval: error: argument --output: {tmp_path / 'out'}: exists and is not a "
+                                     "folder", "(`beirx eval --help` lists the options)"] and "usage:" not in err
 
 
 def test_translate_batch_size_zero(ds, tmp_path, capsys):

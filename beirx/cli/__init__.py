@@ -36,8 +36,16 @@ def _command_name(argv: list[str]) -> str | None:
     return next((a for a in argv if a in COMMANDS), None)
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument error is two lines, the reason and where the options are listed: argparse's default prints
+    the whole usage first, which for ``beirx eval`` is sixty lines above the one that matters."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)\n")
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="beirx", description="Translated IR benchmarks and multilingual retrieval evaluation.")
+    parser = Parser(prog="beirx", description="Translated IR benchmarks and multilingual retrieval evaluation.")
     parser.add_argument("--version", action="version", version=f"beirx {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
