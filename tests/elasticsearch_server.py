@@ -10,12 +10,13 @@ It has no analysis-stempel plugin (no Polish server-side analysis).
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+from local_processes import free_port, stop
 
 
 def noida_binary() -> Path | None:
@@ -28,12 +29,6 @@ def noida_binary() -> Path | None:
     return path if path.is_file() else None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def noida_elasticsearch(data_dir: Path, timeout: float = 30.0):
     """Start noida-db's Elasticsearch service on a free 127.0.0.1 port; yields its URL; stops it after."""
@@ -41,7 +36,7 @@ def noida_elasticsearch(data_dir: Path, timeout: float = 30.0):
     if binary is None:
         raise RuntimeError("noida-db is not installed (pip install noida-db)")
     binary.chmod(0o755)
-    port = _free_port()
+    port = free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     log = open(data_dir / "noida.log", "wb")
     proc = subprocess.Popen([str(binary), "start", "--data-dir", str(data_dir), "--host", "127.0.0.1",
@@ -64,10 +59,5 @@ def noida_elasticsearch(data_dir: Path, timeout: float = 30.0):
                 time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()

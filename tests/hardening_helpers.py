@@ -85,8 +85,6 @@ def small_fs_runner():
 
 def closed_port() -> int:
     """A local TCP port nothing listens on (bound, then released): connecting to it is refused at once."""
-    import socket
+    from local_processes import free_port
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_port()

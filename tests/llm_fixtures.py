@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from elasticsearch_server import _free_port as free_port
 from fake_openai import FakeOpenAI, apertium
+from local_processes import free_port, stop
 
 LLAMA_THREADS = os.environ.get("BEIRX_TEST_LLAMA_THREADS", "2")
 STARTUP_SECONDS = 180.0
@@ -86,7 +86,7 @@ def llama_server(gemma_gguf, tmp_path_factory) -> LlamaServer:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python[server] is not installed (pip install "
                     "'../shared/wheels/llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl[server]')")
-    port = free_port()  # the helper the Elasticsearch test server uses
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gemma_gguf), "--model_alias", "gemma",
                "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
@@ -98,12 +98,7 @@ def llama_server(gemma_gguf, tmp_path_factory) -> LlamaServer:
         _wait_ready(process, server)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, grace=20)
 
 
 def _wait_ready(process: subprocess.Popen, server: LlamaServer) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from conftest import REPO, write_beir
+from local_processes import free_port, stop
 
 from beirx.artifacts.manifest import TranslationManifest
 
@@ -51,12 +51,6 @@ def write_pair(root: Path) -> tuple[Path, Path]:
     return english, spanish
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class ReviewServer:
     """``python -m beirx review DATASET ...`` in a subprocess; ``kill()`` is SIGKILL (nothing gets to clean up)."""
 
@@ -92,11 +86,7 @@ class ReviewServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            stop(self.process)
 
 
 def post(url: str, fields: dict[str, str], headers: dict[str, str] | None = None,
