@@ -1,9 +1,10 @@
 """Training memory: the maximum length chosen from the data, and the peak estimated before the first step.
 
 A training step on the CPU (or one GPU) keeps, for the backward pass, the activations of every sequence of the
-largest forward pass; with a maximum length of 512 tokens that is about half a gigabyte per sequence for a
-small 12-layer encoder, so a batch of 32 (in-batch negatives) needs ~24 GB and the kernel kills the run after
-the first step. Three things keep it bounded and predictable:
+largest forward pass; with a maximum length of 512 tokens that is about 0.7 GB per sequence at the peak for a
+small 12-layer encoder (measured on CPU), so a batch of 32 (in-batch negatives) needs ~24 GB and the kernel kills
+the run in the first step. The coefficients below were measured on CPU; on a GPU they are an approximation, and
+the budget is still the host's memory (``--max-memory`` sets another). Three things keep it bounded and predictable:
 
 * the bi-encoder encodes through GradCache (``--mini-batch-size``, :mod:`beirx.train.bi_encoder`): the
   activations of one mini-batch at a time, whatever the batch size;
@@ -13,12 +14,21 @@ the first step. Three things keep it bounded and predictable:
 * :func:`check_fits` estimates the peak before the first step and stops with a message naming options that fit.
 
 The estimate: the process's resident memory now (weights, tokenizer, data) + 12 bytes per trainable parameter
-(fp32 gradients and AdamW's two moments) + the activations of the largest forward pass. Per transformer layer
-and sequence of ``s`` tokens (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
-Models", Sec. 4.1, with fp32 activations and 1-byte dropout masks instead of their 16-bit ones):
-``s * h * (34 + 8 * i / h) + 9 * a * s**2`` bytes, ``h`` the hidden size, ``i`` the feed-forward size, ``a`` the
-attention heads. Measured on multilingual-e5-small (CPU, torch 2.13): the estimate is within 10% of the peak
-resident memory of a step (``benchmarks/train_memory.py``).
+(fp32 gradients and AdamW's two moments) + the peak a forward and backward pass adds for its sequences. The live
+activations of one sequence of ``s`` tokens, per transformer layer (Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models", Sec. 4.1, with fp32 activations and 1-byte dropout masks instead of
+their 16-bit ones): ``s * h * (34 + 8 * i / h) + 9 * a * s**2`` bytes, ``h`` the hidden size, ``i`` the
+feed-forward size, ``a`` the attention heads (:meth:`Shape.sequence_bytes`). The process's peak is higher than
+what is live: the backward pass holds gradients of activations beside them, eager CPU dropout keeps fp32 masks,
+and the allocator keeps freed memory between passes. Those were measured, not modelled
+(``benchmarks/train_pass_memory.py``: the peak resident memory of a forward and backward pass of 1 to 32 sequences
+of 128 to 512 tokens through multilingual-e5-small, CPU, torch 2.13, fitted by least squares): the per-token terms
+take 2.24 times what is counted, an attention score 10.5 bytes instead of 9, and the allocator keeps about
+0.53 GB (:meth:`Shape.peak_sequence_bytes`, :data:`RETAINED`). A training step holds more than one pass (the
+GradCache pass without gradients, the trainer's data, the copy made when a checkpoint is saved), so the estimate
+adds 25% (:data:`MARGIN`): on the README example (batch 32, mini-batch 8, 512 tokens, CPU) it says 9.8 GB, and the
+whole run's peak resident memory was 9.4 GB; the live activations alone said 5.9 GB, and a run in 6 GiB that
+estimate let start was killed.
 """
 
 from __future__ import annotations
@@ -37,6 +47,11 @@ log = logging.getLogger(__name__)
 LENGTH_PERCENTILE = 99
 LENGTH_SAMPLE = 20_000  # texts per column whose tokens are counted (seeded sample of larger columns)
 _GB = 1 << 30
+# measured on CPU (benchmarks/train_pass_memory.py): see the module's docstring
+TOKEN_OVERHEAD = 2.24   # peak / counted bytes of the per-token terms
+SCORE_BYTES = 10.5      # peak bytes per attention score (counted: 9)
+RETAINED = int(0.53 * _GB)  # freed memory the allocator keeps between passes
+MARGIN = 1.25
 
 
 def length_from_data(tokenizer, columns: Iterable[Sequence], prompts: Sequence[str], model_limit: int,
@@ -83,6 +98,18 @@ class Shape:
         per_layer = s * h * (34 + 8 * self.intermediate / h) + 9 * a * s * s
         return int(self.layers * per_layer + 4 * s * h * 2)  # + the embedding output and the last hidden states
 
+    def peak_sequence_bytes(self, tokens: int) -> int:
+        """What one sequence of ``tokens`` adds to the peak of a forward and backward pass, as measured on CPU:
+        the per-token terms of :meth:`sequence_bytes` x :data:`TOKEN_OVERHEAD`, :data:`SCORE_BYTES` per attention
+        score."""
+        s, h, a = tokens, self.hidden, self.heads
+        per_layer = TOKEN_OVERHEAD * s * h * (34 + 8 * self.intermediate / h) + SCORE_BYTES * a * s * s
+        return int(self.layers * per_layer + 4 * s * h * 2)
+
+    def pass_bytes(self, sequences: int, tokens: int) -> int:
+        """The peak a forward and backward pass of ``sequences`` x ``tokens`` adds, with :data:`MARGIN`."""
+        return int(MARGIN * (sequences * self.peak_sequence_bytes(tokens) + RETAINED))
+
 
 @dataclass(frozen=True)
 class Estimate:
@@ -98,7 +125,7 @@ class Estimate:
 def estimate(shape: Shape, trainable_params: int, sequences: int, tokens: int, resident: int | None = None) -> Estimate:
     """Peak memory of a step whose largest forward pass holds ``sequences`` sequences of ``tokens`` tokens."""
     return Estimate(resident=resident_bytes() if resident is None else resident,
-                    training_state=12 * trainable_params, activations=sequences * shape.sequence_bytes(tokens))
+                    training_state=12 * trainable_params, activations=shape.pass_bytes(sequences, tokens))
 
 
 def resident_bytes() -> int:
@@ -190,8 +217,8 @@ def check_fits(shape: Shape, trainable_params: int, sequences: int, tokens: int,
             return found
         budget = found.resident + free
         source = "the memory available now"
-    log.info("training memory: about %s at the peak (resident %s, gradients and optimizer %s, activations of %d "
-             "sequences x %d tokens %s); budget %s (%s)", _gb(found.peak), _gb(found.resident),
+    log.info("training memory: about %s at the peak (resident %s, gradients and optimizer %s, a forward and "
+             "backward pass of %d sequences x %d tokens %s); budget %s (%s)", _gb(found.peak), _gb(found.resident),
              _gb(found.training_state), sequences, tokens, _gb(found.activations), _gb(budget), source)
     if found.peak <= budget:
         return found
@@ -199,17 +226,17 @@ def check_fits(shape: Shape, trainable_params: int, sequences: int, tokens: int,
     options = []
     room = budget - fixed
     if room > 0:
-        fit_sequences = room // max(1, shape.sequence_bytes(tokens))
-        if 1 <= fit_sequences < sequences:
+        fit_sequences = next((n for n in range(sequences - 1, 0, -1) if shape.pass_bytes(n, tokens) <= room), 0)
+        if fit_sequences:
             options.append(f"{sequences_flag} {fit_sequences} (about "
-                           f"{_gb(fixed + fit_sequences * shape.sequence_bytes(tokens))})")
-        fit_tokens = next((t for t in range(tokens - 8, 7, -8) if sequences * shape.sequence_bytes(t) <= room), None)
+                           f"{_gb(fixed + shape.pass_bytes(fit_sequences, tokens))})")
+        fit_tokens = next((t for t in range(tokens - 8, 7, -8) if shape.pass_bytes(sequences, t) <= room), None)
         if fit_tokens:
             options.append(f"{length_flag} {fit_tokens} (about "
-                           f"{_gb(fixed + sequences * shape.sequence_bytes(fit_tokens))})")
+                           f"{_gb(fixed + shape.pass_bytes(sequences, fit_tokens))})")
     what = (f"training needs about {_gb(found.peak)} at its peak ({_gb(fixed)} for the model, its gradients and "
-            f"optimizer state; {_gb(found.activations)} for the activations of {sequences} sequences x {tokens} "
-            f"tokens), more than {source} allows ({_gb(budget)})")
+            f"optimizer state; {_gb(found.activations)} for a forward and backward pass of {sequences} sequences x "
+            f"{tokens} tokens), more than {source} allows ({_gb(budget)})")
     if not options:
         raise BeirxError(f"{what}; the model alone does not fit: train on a machine with more memory or a smaller "
                          "model")
