@@ -119,3 +119,24 @@ def test_gradcache_mini_batches_change_memory_not_the_gradient(tiny, tiny_st, tm
         [f"{d['title']} {d['text']}".strip() for d in TINY_CORPUS if d["_id"] in judged]
     longest = max(len(ids) for ids in AutoTokenizer.from_pretrained(str(model))(texts)["input_ids"])
     assert loss["max_seq_length"] == min(48, -(-longest // 8) * 8)  # a column's 99th percentile of few is its max
+
+
+def test_on_a_gpu_the_budget_is_the_devices_free_memory(monkeypatch):
+    """No GPU here: torch.cuda's three answers are stubbed, the arithmetic and the message are beirx's."""
+    import torch
+
+    gb = 1 << 30
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda index: int(0.5 * gb) if index == 1 else 0)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda index: (3 * gb, 16 * gb) if index == 1 else (0, 0))
+    where = memory.Where("cuda")
+    params = 118_000_000
+    with pytest.raises(BeirxError) as caught:  # 0.5 GB of weights + 1.3 GB of state + 8 x 512 tokens > 3.5 GB
+        memory.check_fits(E5_SMALL, params, 8, 512, None, "--mini-batch-size", where=where)
+    message = str(caught.value)
+    assert "more than the free memory of GPU 1 allows (3.5 GB)" in message
+    room = 3 * gb - 12 * params  # the free memory, less gradients and optimizer state; the weights are in use already
+    fit = max(n for n in range(1, 8) if E5_SMALL.pass_bytes(n, 512) <= room)
+    assert f"--mini-batch-size {fit} (about " in message
+    assert memory.check_fits(E5_SMALL, params, fit, 512, None, "--mini-batch-size", where=where).resident == 0.5 * gb
+    assert memory.Where("cpu").in_use() > 0 and not memory.Where("cpu").cuda  # the host: the resident memory

@@ -78,7 +78,8 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     mini_batch = min(opts.mini_batch_size, opts.batch_size)
     estimate = memory.check_fits(memory.Shape.of(model[0].auto_model.config),
                                  sum(p.numel() for p in model.parameters() if p.requires_grad), mini_batch,
-                                 model.max_seq_length, opts.max_memory, "--mini-batch-size")
+                                 model.max_seq_length, opts.max_memory, "--mini-batch-size",
+                                 where=memory.Where(device))
     train_dataset = datasets.Dataset.from_dict(cols)
     args = session.training_arguments(
         SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
@@ -88,7 +89,7 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                          evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress,
-                      (*callbacks, memory.first_step_logger(estimate)))
+                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
     loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": model.max_seq_length, "max_seq_length_from": length_from,
             "gradcache": {"loss_class": type(loss_fn).__name__, "mini_batch_size": mini_batch}}

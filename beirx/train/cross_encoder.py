@@ -60,7 +60,7 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
                                                        [""], base_length, opts.seed)
     estimate = memory.check_fits(memory.Shape.of(model[0].auto_model.config),
                                  sum(p.numel() for p in model.parameters() if p.requires_grad), opts.batch_size,
-                                 model.max_seq_length, opts.max_memory, "--batch-size")
+                                 model.max_seq_length, opts.max_memory, "--batch-size", where=memory.Where(device))
     positives = sum(1 for label in cols["label"] if label > 0)
     pos_weight = (len(cols["label"]) - positives) / positives
     train_dataset = datasets.Dataset.from_dict(cols)
@@ -70,7 +70,7 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                   evaluator=evaluator)
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress,
-                      (*callbacks, memory.first_step_logger(estimate)))
+                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
     loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
     if not opts.max_seq_length:

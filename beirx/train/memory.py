@@ -3,8 +3,9 @@
 A training step on the CPU (or one GPU) keeps, for the backward pass, the activations of every sequence of the
 largest forward pass; with a maximum length of 512 tokens that is about 0.7 GB per sequence at the peak for a
 small 12-layer encoder (measured on CPU), so a batch of 32 (in-batch negatives) needs ~24 GB and the kernel kills
-the run in the first step. The coefficients below were measured on CPU; on a GPU they are an approximation, and
-the budget is still the host's memory (``--max-memory`` sets another). Three things keep it bounded and predictable:
+the run in the first step. The coefficients below were measured on CPU; on a GPU, whose kernels and allocator
+differ, they are an approximation, checked against the GPU's free memory (:class:`Where`). Three things keep it
+bounded and predictable:
 
 * the bi-encoder encodes through GradCache (``--mini-batch-size``, :mod:`beirx.train.bi_encoder`): the
   activations of one mini-batch at a time, whatever the batch size;
@@ -122,9 +123,47 @@ class Estimate:
         return self.resident + self.training_state + self.activations
 
 
-def estimate(shape: Shape, trainable_params: int, sequences: int, tokens: int, resident: int | None = None) -> Estimate:
+@dataclass(frozen=True)
+class Where:
+    """Where a training run's tensors live: the host's memory (CPU), or this process's CUDA device, whose memory
+    the host's ``MemAvailable`` says nothing about."""
+
+    device: str = "cpu"
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def in_use(self) -> int:
+        """What the run holds now: the process's resident memory, or its tensors on the GPU."""
+        if self.cuda:
+            import torch
+
+            return torch.cuda.memory_allocated(torch.cuda.current_device())
+        return resident_bytes()
+
+    def free(self) -> tuple[int | None, str]:
+        """What it may still take, and how to name that in a message."""
+        if self.cuda:
+            import torch
+
+            index = torch.cuda.current_device()
+            return torch.cuda.mem_get_info(index)[0], f"the free memory of GPU {index}"
+        return available_bytes(), "the memory available now"
+
+    def peak(self) -> int:
+        """The peak so far: ``VmHWM``, or what PyTorch's CUDA allocator has reserved at most."""
+        if self.cuda:
+            import torch
+
+            return torch.cuda.max_memory_reserved(torch.cuda.current_device())
+        return peak_resident_bytes()
+
+
+def estimate(shape: Shape, trainable_params: int, sequences: int, tokens: int, resident: int | None = None,
+             where: Where = Where()) -> Estimate:
     """Peak memory of a step whose largest forward pass holds ``sequences`` sequences of ``tokens`` tokens."""
-    return Estimate(resident=resident_bytes() if resident is None else resident,
+    return Estimate(resident=where.in_use() if resident is None else resident,
                     training_state=12 * trainable_params, activations=shape.pass_bytes(sequences, tokens))
 
 
@@ -149,7 +188,7 @@ def peak_resident_bytes() -> int:
         return 0
 
 
-def first_step_logger(found: Estimate):
+def first_step_logger(found: Estimate, where: Where = Where()):
     """A ``TrainerCallback`` logging the measured peak after the session's first two steps (the second is the
     first with the optimizer's state) beside the estimate."""
     from transformers import TrainerCallback
@@ -160,8 +199,9 @@ def first_step_logger(found: Estimate):
         def on_step_end(self, args, state, control, **kwargs):
             self.steps += 1
             if self.steps <= 2:
-                log.info("training memory: step %d of this session peaked at %s resident (estimated %s)",
-                         state.global_step, _gb(peak_resident_bytes()), _gb(found.peak))
+                log.info("training memory: step %d of this session peaked at %s %s (estimated %s)",
+                         state.global_step, _gb(where.peak()), "on the GPU" if where.cuda else "resident",
+                         _gb(found.peak))
 
     return FirstStepsPeak()
 
@@ -200,23 +240,23 @@ def _gb(n: int) -> str:
 
 
 def check_fits(shape: Shape, trainable_params: int, sequences: int, tokens: int, max_memory_gb: float | None,
-               sequences_flag: str, length_flag: str = "--max-seq-length", resident: int | None = None) -> Estimate:
+               sequences_flag: str, length_flag: str = "--max-seq-length", resident: int | None = None,
+               where: Where = Where()) -> Estimate:
     """The estimate for this step; a :class:`BeirxError` naming options that fit when it does not.
 
-    ``max_memory_gb``: the budget (``--max-memory``); by default the memory available now (:func:`available_bytes`)
-    plus what the process already holds. ``sequences_flag`` is the option that sets ``sequences``
-    (``--mini-batch-size`` for the bi-encoder, ``--batch-size`` for the cross-encoder).
+    ``max_memory_gb``: the budget (``--max-memory``); by default what is free now (:meth:`Where.free`: the host's
+    available memory, or the GPU's) plus what the run already holds. ``sequences_flag`` is the option that sets
+    ``sequences`` (``--mini-batch-size`` for the bi-encoder, ``--batch-size`` for the cross-encoder).
     """
-    found = estimate(shape, trainable_params, sequences, tokens, resident)
+    found = estimate(shape, trainable_params, sequences, tokens, resident, where)
     if max_memory_gb is not None:
         budget = int(max_memory_gb * _GB)
         source = f"--max-memory {max_memory_gb:g}"
     else:
-        free = available_bytes()
+        free, source = where.free()
         if free is None:
             return found
         budget = found.resident + free
-        source = "the memory available now"
     log.info("training memory: about %s at the peak (resident %s, gradients and optimizer %s, a forward and "
              "backward pass of %d sequences x %d tokens %s); budget %s (%s)", _gb(found.peak), _gb(found.resident),
              _gb(found.training_state), sequences, tokens, _gb(found.activations), _gb(budget), source)
