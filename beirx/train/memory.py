@@ -168,22 +168,21 @@ def estimate(shape: Shape, trainable_params: int, sequences: int, tokens: int, r
 
 
 def resident_bytes() -> int:
-    """This process's resident memory (Linux ``/proc``; 0 elsewhere)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return 0
+    """This process's resident memory (Linux ``VmRSS``; 0 elsewhere)."""
+    return _status_bytes("VmRSS:")
 
 
 def peak_resident_bytes() -> int:
-    """This process's peak resident memory so far (Linux ``VmHWM``; 0 elsewhere)."""
+    """This process's peak resident memory so far (Linux ``VmHWM``; 0 elsewhere). Not ``ru_maxrss``
+    (:func:`beirx.artifacts.efficiency.peak_rss_bytes`): ``VmHWM`` starts again from the resident memory when
+    ``5`` is written to ``/proc/self/clear_refs``, so ``benchmarks/train_pass_memory.py`` can measure pass by pass."""
+    return _status_bytes("VmHWM:")
+
+
+def _status_bytes(key: str) -> int:
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
-            return next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:")), 0)
+            return next((int(line.split()[1]) * 1024 for line in fh if line.startswith(key)), 0)
     except OSError:  # pragma: no cover - not Linux
         return 0
 
