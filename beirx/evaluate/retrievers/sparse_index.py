@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from beirx.atomic import atomic_writer, publish_dir, reserve
-from beirx.cache_integrity import ProgressJournal, digest_bytes, seal, verify
+from beirx.cache_integrity import CacheEntry, ProgressJournal, digest_bytes, seal, verify
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.bm25_index import pair_blocks
-from beirx.models.embeddings_cache import CacheEntry, encode_into, order_digest
+from beirx.models.embeddings_cache import encode_into, order_digest
 from beirx.models.splade import SparseVector
 
 log = logging.getLogger(__name__)
