@@ -449,3 +449,23 @@ def test_verified_only_while_the_data_is_what_was_reviewed_or_applied(tmp_path):
     stale = label()
     assert stale.sample_creation == verification.MACHINE
     assert stale.reason == "the data changed since the human review's corrections were applied"
+    pytest.importorskip("pyarrow")
+    from beirx.data.front_matter import read_front_matter
+    from beirx.publish.hub import export_dataset
+
+    out = export_dataset(BeirDataset(spanish, lang="es"), tmp_path / "hub", repo_id="org/toy-es", min_review_items=5,
+                         min_review_alpha=0.0)
+    assert read_front_matter(out / "README.md")["beirx"]["sample_creation"] == "machine-translated"
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "MTEB `sample_creation`: **machine-translated** (the data changed since the human review's corrections " \
+           "were applied)" in card
+
+
+def test_the_names_a_review_answers_to():
+    assert review_app.host_names("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
+    assert review_app.host_names("::1") == ("127.0.0.1", "localhost", "[::1]")
+    assert review_app.host_names("192.168.1.5") == ("127.0.0.1", "localhost", "[::1]", "192.168.1.5")
+    assert review_app.host_names("fe80::1") == ("127.0.0.1", "localhost", "[::1]", "[fe80::1]")
+    assert review_app.host_names("Review.Example.org") == ("127.0.0.1", "localhost", "[::1]", "review.example.org")
+    for wildcard in ("0.0.0.0", "::"):  # every interface: the names are unknown, the access token is required
+        assert review_app.host_names(wildcard) is None

@@ -30,15 +30,14 @@ def is_loopback(host: str) -> bool:
 def listen(host: str, port: int) -> socket.socket:
     """A socket bound to ``host``:``port`` and listening; a port in use or an address this machine does not have
     is a :class:`BeirxError` naming them."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as exc:
-        raise BeirxError(f"cannot listen on --host {host}: {exc.strerror}") from None
-    sock = socket.socket(family, kind, proto)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)  # as uvicorn binds a host
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart need not wait
     try:
-        sock.bind(address)
+        sock.bind((host, port))
         sock.listen(2048)
+    except socket.gaierror as exc:
+        sock.close()
+        raise BeirxError(f"cannot listen on --host {host}: {exc.strerror}") from None
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
