@@ -265,13 +265,14 @@ def test_a_port_in_use_stops_before_any_link_is_printed(tmp_path, capsys):
     assert not (spanish / "review").exists()
 
 
-def test_a_missing_dataset_is_named(tmp_path, capsys):
-    missing = tmp_path / "nowhere" / "scifact-es"
-    for argv in (["review", str(missing), "--sample", "3"], ["review", "export", str(missing)],
-                 ["review", "apply", str(missing)]):
-        assert main(argv) == 2
-        err = capsys.readouterr().err
-        assert f"dataset folder {missing} not found" in err and "--lang" not in err, err
+def test_a_missing_dataset_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for missing in (tmp_path / "nowhere" / "scifact-es", "nowhere/scifact-es"):
+        for argv in (["review", str(missing), "--sample", "3"], ["review", "export", str(missing)],
+                     ["review", "apply", str(missing)]):
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert f"dataset folder {missing} not found" in err and "--lang" not in err, err
     assert main(["review", "scifcat-es", "--sample", "3"]) == 2
     assert "unknown dataset 'scifcat-es'" in capsys.readouterr().err
 

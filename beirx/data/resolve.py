@@ -42,8 +42,11 @@ def resolve_dataset(spec: str, lang: str = "en", download: bool = True, base_url
 
 
 def _refuse_missing_folder(spec: str) -> None:
-    """A :class:`BeirxError` when ``spec`` is written as a path (or is one) but no dataset folder is there."""
-    if spec.startswith(("/", ".", "~")) or os.path.lexists(os.path.expanduser(spec)):
+    """A :class:`BeirxError` when ``spec`` is written as a path (or is one) but no dataset folder is there
+    (``data/scifact-pl``: a slash in what is no catalogue name, as ``cqadupstack/android`` is)."""
+    key = spec.strip().lower()
+    if spec.startswith(("/", ".", "~")) or os.path.lexists(os.path.expanduser(spec)) or \
+            ("/" in key and key not in catalogue.names() and key not in catalogue.GROUPS):
         link = link_problem(spec)  # a symbolic link that loops or leads nowhere: say so
         raise BeirxError(f"dataset folder {spec} not found" + (f": {link}" if link else ""))
 
