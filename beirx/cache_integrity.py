@@ -104,13 +104,15 @@ def sync_files(folder: Path, exclude: tuple[str, ...] = ()) -> None:
         os.close(fd)
 
 
-def seal(folder: Path, marker: str, info: dict[str, Any]) -> None:
-    """Record every file of ``folder`` in ``folder/marker`` (with ``info``); call it after the last write.
+def seal(folder: Path, marker: str, info: dict[str, Any], exclude: tuple[str, ...] = ()) -> None:
+    """Record every file of ``folder`` but ``exclude`` in ``folder/marker`` (with ``info``); call it after the last
+    write. (``exclude``: what the build still needs until the entry is sealed, deleted after; :func:`verify`
+    ignores files it does not record.)
 
     The files are synced to disk first: the marker (the completion record) is never ahead of the data.
     """
-    sync_files(folder, exclude=(marker,))
-    write_json(Path(folder) / marker, {**info, "files": describe_files(folder, exclude=(marker,))})
+    sync_files(folder, exclude=(marker, *exclude))
+    write_json(Path(folder) / marker, {**info, "files": describe_files(folder, exclude=(marker, *exclude))})
 
 
 def verify(folder: Path, marker: str) -> str | None:
