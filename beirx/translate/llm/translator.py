@@ -12,7 +12,9 @@ For each unit (:mod:`.units`):
    text is kept, and either is flagged with the reasons.
 
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
-not about one unit (the server is down, ``--max-cost`` reached, a bad key) stop the run.
+not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
+that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
+stays pending and a rerun sends it.
 
 A backend provides ``generate(request) -> Reply`` (a coroutine) and the event loop it runs on.
 """
@@ -31,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import BeirxError
-from beirx.models.llm import (CHAT, BudgetExceeded, EndpointDown, LLMError, LLMRequestError, Prices, Reply, Request,
-                              TokenCounter, Usage)
+from beirx.models.llm import CHAT, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -198,16 +199,13 @@ class LLMTranslator(Translator):
             request = self.prompts.request(kind, text, max_tokens, rejected_last or None)
             try:
                 reply = await self.generate(request)
-            except (EndpointDown, BudgetExceeded):
-                raise
             except LLMRequestError as exc:
                 if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
                     raise
                 log.warning("unit refused by the server (%s); splitting it", exc)
                 reply = "request_refused"
-            except LLMError as exc:  # this unit's request failed every attempt; others may not
-                log.warning("%s", exc)
-                reply = "server_error"
+            # Any other error (the server unreachable, timing out, answering nonsense; the budget spent) is not
+            # an answer about this unit: it propagates, the unit stays untranslated and a rerun sends it again.
             reasons = self.record(result, kind, text, reply)
             if not reasons:
                 return result
@@ -217,8 +215,6 @@ class LLMTranslator(Translator):
                 if halves:
                     return await self._split(kind, halves, depth, result)
                 max_tokens *= 2
-            if "server_error" in reasons:
-                break
         return result
 
     def record(self, result: Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
