@@ -6,7 +6,12 @@ The fake server (tests/fake_openai.py) translates word by word, answers at once 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +22,7 @@ from beirx.cli import main
 from beirx.models.llm import Endpoint, EndpointDown, LLMClient, LLMError, Reply, Request, Usage
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.translate.llm.validate import Validator
-from conftest import write_beir
+from conftest import REPO, write_beir
 from fake_openai import MALFORMED, FakeOpenAI, on_source, word_map
 
 KEY = "sk-hostile-SECRET-7f3a"
@@ -266,9 +271,11 @@ def test_a_bad_prompt_file_is_refused_before_any_request(source, tmp_path, capsy
 
 
 @pytest.mark.parametrize("option, message", [
-    ("max_cost=nan", "max_cost must be a finite number"),
-    ("timeout=nan", "timeout must be a finite number of seconds above 0, got nan"),
-    ("price_in=inf", "price_in must be a finite number"),
+    ("max_cost=nan", "openai: option max_cost: expected a finite number, got 'nan'"),
+    ("timeout=nan", "openai: option timeout: expected a finite number, got 'nan'"),
+    ("price_in=inf", "openai: option price_in: expected a finite number, got 'inf'"),
+    ("deadline=0", "openai: option deadline: must be more than 0, got 0.0"),
+    ("retries=two", "openai: option retries: expected an integer, got 'two'"),
 ])
 def test_non_finite_options_are_refused_naming_the_option(source, tmp_path, capsys, server, option, message):
     assert translate(source, server, tmp_path / "out", options=(option,)) == 2
@@ -288,15 +295,18 @@ def test_a_glossary_that_is_not_utf8_is_named(source, tmp_path, capsys, server):
     assert f"{glossary}:1: the glossary is not UTF-8" in err and server.calls == []
 
 
-def test_verbose_logs_never_show_the_key_even_when_the_server_echoes_it(source, tmp_path, capfd, server, monkeypatch):
+def test_verbose_logs_never_show_the_key_even_when_the_server_echoes_it(source, tmp_path, server):
     server.echo_key = True
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    assert main(["-vv", "translate", "--dataset", str(source), "--lang", "es", "--translator", "openai", "--model",
-                 "fake-llm", "--base-url", server.url, "--output", str(tmp_path / "out"), "--no-quality",
-                 "--memory", str(tmp_path / "tm.sqlite"), "--no-progress"]) == 0
-    logs = capfd.readouterr()
-    assert "x-echo-authorization" in (logs.out + logs.err).lower()  # the header was logged ...
-    assert KEY not in logs.out + logs.err  # ... without the key
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "beirx", "-vv", "translate", "--dataset", str(source), "--lang", "es",
+                           "--translator", "openai", "--model", "fake-llm", "--base-url", server.url, "--output",
+                           str(tmp_path / "out"), "--no-quality", "--memory", str(tmp_path / "tm.sqlite"),
+                           "--no-progress"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(h["authorization"] == f"Bearer {KEY}" for h in server.seen_headers)
+    logs = done.stdout + done.stderr
+    assert "x-echo-authorization" in logs.lower() and "Bearer ***" in logs  # the header was logged ...
+    assert KEY not in logs  # ... without the key
 
 
 # -- 6. dead batches ------------------------------------------------------------------------------------------------
@@ -318,3 +328,36 @@ def test_the_cli_closes_the_llm_client(source, tmp_path, server):
     server.faults = lambda call: "500"
     assert translate(source, server, tmp_path / "again", options=("backoff=0.01", "attempts=1")) == 2
     assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+
+
+# -- 8. a listwise window the server refuses ------------------------------------------------------------------------
+def ranked(call) -> str:
+    """A perfect ranker by each passage's "value N"."""
+    passages = [(int(i), int(v)) for i, v in re.findall(r"^\[(\d+)\] value (\d+)", call.body["messages"][-1]["content"],
+                                                        re.MULTILINE)]
+    return " > ".join(f"[{i}]" for i, _ in sorted(passages, key=lambda p: -p[1]))
+
+
+def test_a_refused_listwise_window_keeps_its_order_and_transport_faults_stop(server, beirx_home):
+    from beirx.data.records import Doc, Query
+    from beirx.evaluate.rerankers.llm_listwise import LLMListwiseReranker
+
+    server.responder = ranked
+    server.faults = lambda call: "400" if "value 0 " in call.body["messages"][-1]["content"] else None
+    values = {"good": [3, 1, 4, 9], "bad": [5, 0, 6, 7]}  # one window each; the server refuses "bad"'s
+    queries = {q: Query(q, "find high values") for q in values}
+    corpus = {f"{q}-d{i}": Doc(f"{q}-d{i}", f"value {v} text") for q, vs in values.items() for i, v in enumerate(vs)}
+    first = {q: {f"{q}-d{i}": 100.0 - i for i in range(4)} for q in values}
+    reranker = LLMListwiseReranker("fake-llm", base_url=server.url, window=4, step=2, show_progress=False)
+    run = reranker.rerank(queries, corpus, first, depth=4)
+    assert sorted(run["good"], key=lambda d: -run["good"][d]) == ["good-d3", "good-d2", "good-d0", "good-d1"]
+    assert sorted(run["bad"], key=lambda d: -run["bad"][d]) == ["bad-d0", "bad-d1", "bad-d2", "bad-d3"]
+    usage = reranker.describe()["usage"]
+    assert (usage["windows"], usage["refused_windows"], usage["requests"]) == (1, 1, 1)  # requests: answered
+
+    server.faults = lambda call: "drop"  # a transport fault is never a kept order
+    again = LLMListwiseReranker("fake-llm", base_url=server.url, window=4, step=2, show_progress=False,
+                                use_cache=False)
+    again.endpoint = dataclasses.replace(again.endpoint, attempts=2, backoff=0.01)
+    with pytest.raises(LLMError, match="connection failed"):
+        again.rerank(queries, corpus, first, depth=4)

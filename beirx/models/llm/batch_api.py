@@ -14,8 +14,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from beirx.models.llm.calls import PATHS, Reply, Request
-from beirx.models.llm.client import LLMClient
+from beirx.errors import require
+from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request
+from beirx.models.llm.client import LLMClient, LLMRequestError, TransportError, server_message
 
 DONE = ("completed", "failed", "expired", "cancelled")
 
@@ -53,7 +54,11 @@ class BatchAPI:
                 row = json.loads(line)
                 response = row.get("response") or {}
                 if response.get("status_code") == 200:
-                    out[row["custom_id"]] = Reply.from_body(kind, response.get("body") or {})
+                    try:
+                        out[row["custom_id"]] = Reply.from_body(kind, response.get("body") or {})
+                    except BadAnswer as exc:
+                        out[row["custom_id"]] = f"malformed answer: {exc}"
+                        continue
                     self.client.meter.add(out[row["custom_id"]].usage)
                 else:
                     error = row.get("error") or (response.get("body") or {}).get("error") or {}
@@ -64,4 +69,16 @@ class BatchAPI:
         async def run():
             return await call(self.client.openai_client())
 
-        return self.client.schedule(run()).result()
+        openai = require("openai", "llm", "the OpenAI Batch API")
+        try:
+            return self.client.schedule(run()).result()
+        except openai.APIStatusError as exc:
+            where = self.client.where()
+            if exc.status_code in (404, 405, 501):
+                raise LLMRequestError(f"{where} has no Batch API (HTTP {exc.status_code} from {exc.request.url.path}):"
+                                      " run without --batch", exc.status_code) from None
+            raise LLMRequestError(f"{where}: Batch API request failed with HTTP {exc.status_code} "
+                                  f"({self.client.scrub(server_message(exc))})", exc.status_code) from None
+        except openai.APIConnectionError as exc:
+            raise TransportError(f"{self.client.where()}: Batch API request failed "
+                                 f"({self.client.scrub(str(exc.__cause__ or exc))})") from None

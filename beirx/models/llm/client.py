@@ -201,9 +201,9 @@ class LLMClient:
                     reply = await self._send(request, attempt + 1)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                last = f"HTTP {status}" + (f" ({self._scrub(_message(exc))})" if _message(exc) else "")
+                last = f"HTTP {status}" + (f" ({self.scrub(server_message(exc))})" if server_message(exc) else "")
                 if status not in RETRY_STATUSES:
-                    message = f"{self._where()}: {last}"
+                    message = f"{self.where()}: {last}"
                     if status in (401, 403) and self._fatal is None:
                         self._fatal = lambda: LLMRequestError(message, status)
                     raise LLMRequestError(message, status) from None
@@ -213,10 +213,10 @@ class LLMClient:
                 kind, last = "timeout", f"no progress within {self.endpoint.timeout:g} s or no answer within " \
                                         f"{self.endpoint.total_seconds:g} s"
             except (openai.APIConnectionError, httpx.TransportError, _Dropped) as exc:
-                kind, last = "connection", f"connection failed ({self._scrub(str(exc.__cause__ or exc))})"
+                kind, last = "connection", f"connection failed ({self.scrub(str(exc.__cause__ or exc))})"
             except BadAnswer as exc:
-                message = (f"{self._where()} answered {PATHS[request.kind]} with something that is not a completion: "
-                           f"{self._scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it usually ends in /v1), "
+                message = (f"{self.where()} answered {PATHS[request.kind]} with something that is not a completion: "
+                           f"{self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it usually ends in /v1), "
                            f"and --api ({request.kind}) one it serves?")
                 if self._fatal is None:
                     self._fatal = lambda: LLMAnswerError(message)
@@ -231,9 +231,9 @@ class LLMClient:
             self.meter.retried(kind)
             wait = self.policy.delay(attempt, wait_hint)
             (log.info if kind == "rate_limited" else log.warning)(
-                "%s: %s; retry %d/%d in %.2f s", self._where(), last, attempt + 1, self.policy.attempts - 1, wait)
+                "%s: %s; retry %d/%d in %.2f s", self.where(), last, attempt + 1, self.policy.attempts - 1, wait)
             await self._sleep(wait)
-        raise TransportError(f"{self._where()}: request failed after {self.policy.attempts} attempts (last: {last})")
+        raise TransportError(f"{self.where()}: request failed after {self.policy.attempts} attempts (last: {last})")
 
     async def _send(self, request: Request, attempt: int) -> Reply:
         """One attempt, streamed (see the module docstring). The client's documented verb for a JSON body
@@ -278,19 +278,19 @@ class LLMClient:
             raise self._fatal()
         if self.breaker.open:
             raise EndpointDown(
-                f"{self._where()} is not answering: {self.breaker.consecutive} failed attempts in a row (last: "
+                f"{self.where()} is not answering: {self.breaker.consecutive} failed attempts in a row (last: "
                 f"{self.breaker.last_failure}). Stopped; everything finished so far is kept. Check the server, "
                 "then rerun the same command to resume")
 
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"LLM server {redact_url(self.endpoint.base_url)} (model {self.endpoint.model})"
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         text = redact_text(text)
         return text.replace(self._key, "***") if self._key and len(self._key) > 3 else text
 
 
-def _message(exc: Any) -> str:
+def server_message(exc: Any) -> str:
     """The server's own error message, short."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):

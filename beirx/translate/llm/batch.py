@@ -52,7 +52,7 @@ class BatchExecutor:
         state = self._load()
         while pending:
             round_ = self._open_round(state, pending)
-            results = self._wait(round_)
+            results = self._wait(round_, state)
             for cid, reply in results.items():
                 if cid not in pending:
                     continue  # committed before a kill, or not this run's
@@ -106,7 +106,7 @@ class BatchExecutor:
         log.info("batch %s submitted: %d units", round_["batch"], len(requests))
         return round_
 
-    def _wait(self, round_: dict[str, Any]) -> dict:
+    def _wait(self, round_: dict[str, Any], state: dict[str, Any]) -> dict:
         while True:
             batch = self.api.retrieve(round_["batch"])
             if batch["status"] in DONE:
@@ -116,8 +116,11 @@ class BatchExecutor:
                      counts.get("total", "?"))
             time.sleep(self.poll_seconds)
         if batch["status"] != "completed" and not batch.get("output_file_id"):
+            round_["ingested"] = True  # a dead batch: never polled again; its units are pending for a new one
+            self._save(state)
             raise BeirxError(f"batch {round_['batch']} ended {batch['status']} without results "
-                             f"({batch.get('errors')}); rerun the same command to submit its units again")
+                             f"({_errors(batch.get('errors'))}); its {len(round_['ids'])} units are pending and "
+                             "the next run submits them in a new batch")
         return self.api.results(batch, self.translator.api)
 
     def _load(self) -> dict[str, Any]:
@@ -134,6 +137,13 @@ class BatchExecutor:
 
     def close(self) -> None:
         pass
+
+
+def _errors(errors: Any) -> str:
+    """The messages of a batch's ``errors`` object, short."""
+    data = errors.get("data") if isinstance(errors, dict) else None
+    messages = [str(e.get("message")) for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+    return "; ".join(messages)[:300] or "no reason given"
 
 
 def _custom_id(segment: str) -> str:
