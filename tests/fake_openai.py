@@ -621,6 +621,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--drop-after", type=int, metavar="N", help="cut every answer after the first N (a server "
+                        "that drops connections mid-answer)")
     parser.add_argument("--hang-seconds", type=float, default=5.0)
     parser.add_argument("--model", default="fake-llm")
     parser.add_argument("--stats", type=Path, help="write the fault counts here (JSON) every second")
@@ -632,6 +634,8 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.warm:
         translate.warm([json.loads(line)["text"] for line in path.open(encoding="utf-8")])
     faults = fault_mix(args.fault_rate, tuple(args.faults.split(",")), args.seed) if args.fault_rate else None
+    if args.drop_after is not None:
+        faults = lambda call: "drop" if call.n > args.drop_after else None  # noqa: E731
     server = FakeOpenAI(translate=translate, latency=args.latency, faults=faults, model=args.model, port=args.port,
                         hang_seconds=args.hang_seconds).start()
     print(server.url, flush=True)

@@ -321,6 +321,19 @@ def test_a_dead_batch_puts_its_units_back_to_pending(source, tmp_path, capsys, s
     assert len(server._batches) == 2  # a new batch, not the dead one polled again
 
 
+def test_a_batch_request_without_an_answer_is_left_pending_never_written(source, tmp_path, capsys, server):
+    server.faults = on_source({"Cats hunt": ["500"] * 9})  # its line in the error file, every round
+    assert translate(source, server, tmp_path / "out", "--batch", "--batch-poll", "0.01", "--retries", "1") == 2
+    err = error(capsys)
+    assert "1 units got no answer in 2 batches (last: HTTP 500: The server had an error" in err
+    assert "1 of 8 segments are pending" in err
+    server.faults = None
+    assert translate(source, server, tmp_path / "out", "--batch", "--batch-poll", "0.01") == 0
+    first = json.loads((tmp_path / "out" / "corpus.jsonl").read_text().splitlines()[0])
+    assert first["text"] == word_map()("Cats\nCats hunt mice at night.").split("\n")[1] == \
+        "los gatos cazan ratones por la noche."  # (the word map capitalises only the unit's first letter)
+
+
 # -- 7. translators are closed -------------------------------------------------------------------------------------
 def test_the_cli_closes_the_llm_client(source, tmp_path, server):
     assert translate(source, server, tmp_path / "out") == 0

@@ -10,9 +10,11 @@ the key only ``OPENAI_API_KEY`` (a local server needs none). Transport (concurre
 
 Options besides the LLM ones: ``base_url``, ``concurrency`` (requests in flight, default 8, at most 256),
 ``timeout`` (seconds an attempt may go without progress: before the answer starts or between two streamed
-tokens, default 120), ``deadline`` (seconds an attempt may take in all, default 10 x ``timeout``), ``attempts`` (tries per request on 429/5xx/timeouts, default 6),
-``backoff`` (first backoff in seconds, default 1), ``breaker_failures`` and ``breaker_seconds`` (the run
-stops after that many consecutive server failures once nothing has succeeded for that long; 10, 30).
+tokens, default 120), ``deadline`` (seconds an attempt may take in all, default 10 x ``timeout``),
+``attempts`` (tries per request on 429/5xx/timeouts/dropped connections, default 6), ``backoff`` (first
+backoff in seconds, default 1), ``breaker_failures`` and ``breaker_seconds`` (the run stops after that many
+consecutive server failures once nothing has succeeded for that long, or once a request spent its attempts
+among them; 10, 30). A unit whose requests all failed that way is left pending for a rerun, never written.
 """
 
 from __future__ import annotations

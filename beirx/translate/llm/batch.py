@@ -25,6 +25,7 @@ from typing import Any
 
 from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
+from beirx.models.llm import LLMRequestError, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
 from beirx.translate.llm.translator import Attempts
@@ -50,12 +51,15 @@ class BatchExecutor:
             for segment in segments:
                 pending[_custom_id(segment)] = (key, segment)
         state = self._load()
+        unanswered: dict[str, str] = {}  # custom_id -> why it got no answer in any round: left pending
         while pending:
             round_ = self._open_round(state, pending)
             results = self._wait(round_, state)
             for cid, reply in results.items():
-                if cid not in pending:
-                    continue  # committed before a kill, or not this run's
+                if cid not in pending or isinstance(reply, TransportError):
+                    continue  # committed before a kill, or not this run's; or no answer (below)
+                if isinstance(reply, LLMRequestError):
+                    reply = "request_refused"
                 key, segment = pending[cid]
                 kind, text = unmark(segment)
                 attempts = Attempts(**state["units"].get(cid, {}))
@@ -67,19 +71,22 @@ class BatchExecutor:
                 del pending[cid]
                 state["units"].pop(cid, None)
                 yield key, [segment], [self.translator.conclude(text, attempts)]
-            for cid in [c for c in round_["ids"] if c in pending and c not in results]:
-                attempts = Attempts(**state["units"].get(cid, {}))  # no answer (an expired batch): an attempt
-                attempts.attempts += 1
-                key, segment = pending[cid]
-                if attempts.attempts <= self.translator.retries:
-                    state["units"][cid] = dataclasses.asdict(attempts)
-                    continue
-                self.translator.record(attempts, *unmark(segment), "batch_expired")
-                del pending[cid]
-                state["units"].pop(cid, None)
-                yield key, [segment], [self.translator.conclude(unmark(segment)[1], attempts)]
+            for cid in [c for c in round_["ids"] if c in pending and isinstance(results.get(c, _NO_ANSWER),
+                                                                                      TransportError)]:
+                # no answer (an expired batch, a 5xx): never a final row; another round, else left pending
+                rounds = state.setdefault("unanswered", {})
+                rounds[cid] = rounds.get(cid, 0) + 1
+                if rounds[cid] > self.translator.retries:
+                    unanswered[cid] = str(results.get(cid) or f"no answer in batch {round_['batch']}")
+                    del pending[cid], rounds[cid]
             round_["ingested"] = True
             self._save(state)
+        state.pop("unanswered", None)  # a rerun starts them afresh
+        self._save(state)
+        if unanswered:
+            raise TransportError(f"{len(unanswered)} units got no answer in {self.translator.retries + 1} batches "
+                                 f"(last: {next(reversed(unanswered.values()))}); they are pending and the next run "
+                                 "submits them again")
 
     def _open_round(self, state: dict[str, Any], pending: dict[str, tuple[str, str]]) -> dict[str, Any]:
         """The round in flight (after a kill), else a new one for the pending units."""
@@ -137,6 +144,9 @@ class BatchExecutor:
 
     def close(self) -> None:
         pass
+
+
+_NO_ANSWER = TransportError("no answer")
 
 
 def _errors(errors: Any) -> str:

@@ -179,7 +179,7 @@ class Validator:
                 verdict.reasons.append(reason)
                 verdict.details[reason] = what[:10]
         counts = [_sentences(part, lang) for part, lang in ((source, self.src), (text, self.tgt))]
-        if counts[1] > counts[0]:
+        if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(verdict.reasons):  # (said already)
             verdict.reasons.append("added_sentences")
             verdict.details["sentences"] = counts
 
