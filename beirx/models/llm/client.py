@@ -233,7 +233,8 @@ class LLMClient:
             (log.info if kind == "rate_limited" else log.warning)(
                 "%s: %s; retry %d/%d in %.2f s", self.where(), last, attempt + 1, self.policy.attempts - 1, wait)
             await self._sleep(wait)
-        raise TransportError(f"{self.where()}: request failed after {self.policy.attempts} attempts (last: {last})")
+        tries = self.policy.attempts
+        raise TransportError(f"{self.where()}: request failed after {tries} attempt{'s' * (tries > 1)} (last: {last})")
 
     async def _send(self, request: Request, attempt: int) -> Reply:
         """One attempt, streamed (see the module docstring). The client's documented verb for a JSON body
