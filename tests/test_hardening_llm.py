@@ -374,3 +374,14 @@ def test_a_refused_listwise_window_keeps_its_order_and_transport_faults_stop(ser
     again.endpoint = dataclasses.replace(again.endpoint, attempts=2, backoff=0.01)
     with pytest.raises(LLMError, match="connection failed"):
         again.rerank(queries, corpus, first, depth=4)
+
+
+def test_a_round_trip_closes_its_back_translator(server):
+    from beirx.translate.backends.openai import OpenAITranslator
+    from beirx.translate.quality.roundtrip import RoundTrip
+
+    method = RoundTrip(OpenAITranslator("es", "en", "fake-llm", base_url=server.url), 10)
+    assert method.translator.translate_batch(["⟪query⟫ los gatos"])  # its client's loop thread is running
+    assert [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+    method.close()
+    assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
