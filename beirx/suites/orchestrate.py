@@ -190,8 +190,9 @@ class SuiteBuilder:
                     details["share_of_full"] = share["share_of_full"] if share else None
             return details
 
-        inputs = self.suite.fingerprint("translate", base.checksum(), lang, translator.describe())
-        self.step("translate", entry.spec, lang, inputs, output, dataset_checksum, work)
+        with translator:
+            inputs = self.suite.fingerprint("translate", base.checksum(), lang, translator.describe())
+            self.step("translate", entry.spec, lang, inputs, output, dataset_checksum, work)
         return BeirDataset(output, lang=lang)
 
     def quality(self, entry: SuiteDataset, base: BeirDataset, target: BeirDataset, lang: str) -> str:
