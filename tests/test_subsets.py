@@ -225,7 +225,7 @@ def test_system_spellings(tmp_path):
     assert parse_system("dense:model=m,backend=onnx,quantize=int8,batch_size=8").params == {
         "model": "m", "backend": "onnx", "quantize": "int8", "batch_size": 8}
     assert parse_system("bm25:k1=0.9,b=0.4").params == {"k1": 0.9, "b": 0.4}
-    assert parse_system("dense:model=m,normalize=TRUE").params == {"model": "m", "normalize": True}
+    assert parse_system("dense:model=m,sort_by_length=FALSE").params == {"model": "m", "sort_by_length": False}
     run = tmp_path / "r.trec"
     run.write_text("q1 Q0 d1 1 1.0 x\n")
     assert isinstance(parse_system(str(run)), RunFileSpec)
@@ -266,3 +266,23 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
     assert [s.full_rank for s in check.systems] == sorted(s.full_rank for s in check.systems)
     assert len(check.systems) == 3 and check.split == "test" and check.metric == "NDCG@10"
     assert (out / "ranking-check" / "subset" / "runs" / "ext.trec").is_file()
+
+
+def test_unknown_system_key_names_it_and_the_allowed_keys(source, tmp_path, capsys):
+    with pytest.raises(BeirxError) as error:
+        parse_system("bm25:bm25_preset=pyserini")
+    assert str(error.value) == ("system 'bm25:bm25_preset=pyserini': bm25 has no parameter 'bm25_preset'; its "
+                                "keys are b, combine, fields, k1, length_norm, preset, tie_breaker")
+    assert main(["subset", "--dataset", str(source.root), "--queries", "2", "--pool", "bm25:multifield_combine=sum",
+                 "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "bm25 has no parameter 'multifield_combine'; its keys are b, combine, fields" in err
+    assert "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+def test_pool_run_file_with_no_document_of_the_corpus_is_refused(source, tmp_path):
+    run = _run_file(tmp_path / "other.trec", {f"q{i}": ["x1", "x2"] for i in range(1, 9)})
+    with pytest.raises(DataError, match=r"other.trec: none of the 2 document IDs this run file ranks for the kept "
+                                        r"queries is in .*corpus.jsonl \(e.g. 'x1'\); is it a run on another corpus\?"):
+        make_subset(source, tmp_path / "x", queries=2, pool=parse_pool([str(run)]), depth=2, show_progress=False)
+    assert not (tmp_path / "x").exists()

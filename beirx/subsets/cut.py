@@ -66,6 +66,7 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     with timer.section("corpus_scan"):
         scan = _scan(dataset, judged | set(entry), judged, max_docs or 0, seed, show_progress)
     judged_present = judged & scan.present
+    _refuse_foreign_runs(pooled, scan.present, dataset.corpus_path)
     entry = {did: rank for did, rank in entry.items() if did in scan.present and did not in judged}
     reached = depth_that_fits(entry, judged_present, depth, max_docs)
     pooled_ids = {did for did, rank in entry.items() if rank <= reached}
@@ -106,6 +107,17 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     log.info("subset %s: %d queries, %d documents (%d judged, %d pooled at depth %d, %d random) -> %s", name,
              len(kept), len(keep), len(judged_present), len(pooled_ids), reached, len(fill), output)
     return manifest
+
+
+def _refuse_foreign_runs(pooled, present: set[str], corpus: Path) -> None:
+    """A pooling run file none of whose ranked documents is in the corpus is a run on another corpus (or another
+    ID scheme): pooling it would silently add nothing."""
+    for item in pooled:
+        ranked_ids = {did for docs in item.lists.values() for did in docs}
+        if item.system.description.get("retriever") == "run_file" and ranked_ids and not ranked_ids & present:
+            raise DataError(Path(item.system.description["path"]),
+                            f"none of the {len(ranked_ids)} document IDs this run file ranks for the kept queries "
+                            f"is in {corpus} (e.g. {min(ranked_ids)!r}); is it a run on another corpus?")
 
 
 def _check_output(output: Path, dataset: BeirDataset) -> None:
