@@ -261,7 +261,13 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
                  "--check", "bm25:fields=flat", "bm25", "--runs", str(run)]) == 0
     printed = capsys.readouterr().out
     assert "queries: 6 of 8 (seed 4); qrels" in printed and "documents: 20 of 40" in printed
-    assert "Kendall's tau:" in printed and "run ext.trec" in printed
+    assert "Kendall's tau:" in printed and "run ext.trec" in printed and "Spearman's rho" in printed
+    assert "resolution on the subset (6 queries): smallest difference separated" in printed
+    assert "\nRead: " in printed and "* did not pool" in printed
+    marks = {line.rsplit("  ", 1)[0].split("  ")[0]: line.rsplit("  ", 1)[1] for line in printed.splitlines()
+             if line.startswith(("bm25", "run"))}
+    # bm25 (multifield) did not pool; the run file and BM25 flat did
+    assert marks == {"bm25 fields=flat": "yes", "bm25": "NO *", "run ext.trec": "yes"}
     check = SubsetManifest.load(out / "subset.json").ranking_check
     assert [s.full_rank for s in check.systems] == sorted(s.full_rank for s in check.systems)
     assert len(check.systems) == 3 and check.split == "test" and check.metric == "NDCG@10"

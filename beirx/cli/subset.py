@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
     check.add_argument("--metric", default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    check.add_argument("--permutations", type=positive_int, default=10_000,
+                       help="permutations of the paired randomization test behind the resolution (default 10,000, "
+                            "as beirx report)")
     parser.add_argument("--no-index-cache", action="store_true", help="recompute indexes and embeddings")
 
 
@@ -74,18 +77,42 @@ def _run_check(args, full, subset) -> None:
     output = args.check_output or subset.root / "ranking-check"
     check = check_ranking(full, subset, systems, output, metric=args.metric,
                           threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
-                          show_progress=show_progress(args), use_cache=not args.no_index_cache)
+                          show_progress=show_progress(args), use_cache=not args.no_index_cache,
+                          permutations=args.permutations)
+    print_check(check, output)
+
+
+def print_check(check, output) -> None:
+    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement."""
     width = max(len(s.label) for s in check.systems)
-    print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset")
+    print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset  pooled")
     for s in check.systems:
-        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}")
+        pooled = {True: "yes", False: "NO *", None: "?"}[s.pooled]
+        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  {pooled}")
+    if any(s.pooled is False for s in check.systems):
+        print("* did not pool: its own non-relevant top documents may be missing from the subset, which flatters it "
+              "(pool bias); pool from it too (--pool), or read its rank with care")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
     p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
-    print(f"Kendall's tau: {tau}{p}, threshold {check.threshold:g}; runs and results in {output}")
+    interval = f", 95% CI [{check.tau_interval[0]:.3f}, {check.tau_interval[1]:.3f}]" if check.tau_interval else ""
+    rho = "" if check.rho is None else f"; Spearman's rho {check.rho:.4f}"
+    print(f"Kendall's tau: {tau}{p}{interval}{rho}; threshold {check.threshold:g}; runs and results in {output}")
+    for side, resolved in (("subset", check.subset_resolution), ("full set", check.full_resolution)):
+        if resolved is not None:
+            smallest = "none" if resolved.smallest_separated is None else f"{resolved.smallest_separated:.4f}"
+            largest = "none" if resolved.largest_unresolved is None else f"{resolved.largest_unresolved:.4f}"
+            print(f"resolution on the {side} ({resolved.queries} queries): smallest difference separated {smallest}, "
+                  f"largest not separated {largest}")
     if check.warning:
         print(f"WARNING: {check.warning}")
-        for pair in check.swapped:
-            print(f"  swapped: {pair}")
+    for swap in check.swaps:
+        print(f"  swapped: {swap.first} vs {swap.second}: {swap.full_difference:+.4f} on the full set, "
+              f"{swap.subset_difference:+.4f} on the subset -> {swap.verdict} (p = {swap.full_p:.3g} full, "
+              f"{swap.subset_p:.3g} subset)")
+    for pair in check.swapped if not check.swaps else []:  # a version-1 check has no verdicts
+        print(f"  swapped: {pair}")
+    if check.reading:
+        print(f"Read: {check.reading}.")
 
 
 def run(args) -> int:
