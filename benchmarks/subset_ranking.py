@@ -24,13 +24,14 @@ document alone (exact search, a fixed vocabulary), so a system's ranking on a su
 restricted to the subset's documents. Each neural system is given as its run on the full corpus ranking all
 5,183 documents (``beirx eval --top-k 5183``; ``--run LABEL=PATH``), and is restricted to each subset's
 documents and cut to ``beirx eval``'s depth (1,000), which is exactly what ``beirx eval`` on the subset would
-write (verified once: ``--verify`` runs the dense retriever on one subset and compares the run files). BM25
+write (checked once with ``beirx subset check --check dense:MINILM`` on a subset, which encodes it). BM25
 depends on the corpus (IDF, average length), so each BM25 variant is indexed again on every subset; the
 fusions fuse the subset's BM25 run with the restricted neural run, as the runner does.
 
-Pooling (``--pools NAME=SYSTEM+SYSTEM``, systems by label; ``random`` = no pool, judged + random fill):
-``bm25+e5`` (beirx's earlier suggestion), ``diverse`` (BM25 flat, e5, MiniLM, SPLADE-tiny: one of each family),
-``bm25`` (a fixed BM25 top-N candidate set, as HAKARI-Bench builds its nano sets).
+Pooling (``--pools``, by name; ``random`` = no pool, judged documents and a random fill):
+``bm25+e5`` (beirx's earlier suggestion), ``diverse`` (BM25 flat, e5-small, MiniLM: a lexical system and two
+encoders), ``bm25`` (a fixed BM25 top-N candidate set, as HAKARI-Bench builds its nano sets); SPLADE-tiny never
+pools, so its rank gain measures pool bias under each recipe.
 
 Rows go to ``OUTPUT/grid.jsonl`` as they are measured (a rerun skips the cells already there); the table is
 printed at the end and written to ``OUTPUT/table.md``.
@@ -63,7 +64,7 @@ BM25 = {"BM25 default (ES multifield)": {}, "BM25 flat": {"fields": "flat"},
 FUSIONS = {"RRF(BM25 flat, e5)": ("rrf", "e5-small torch"), "RRF(BM25 flat, MiniLM)": ("rrf", "MiniLM"),
            "arithmetic(BM25 flat, e5)": ("arithmetic", "e5-small torch")}
 POOLS = {"bm25+e5": ["BM25 flat", "e5-small torch"],
-         "diverse": ["BM25 flat", "e5-small torch", "MiniLM", "SPLADE-tiny"],
+         "diverse": ["BM25 flat", "e5-small torch", "MiniLM"],
          "bm25": ["BM25 flat"], "random": []}
 
 
@@ -93,14 +94,14 @@ class TextMemo:
 PACK = None
 
 
-def bm25_run(dataset, queries: dict, params: dict) -> dict:
+def bm25_run(dataset, queries: dict, params: dict, depth: int) -> dict:
     from beirx.evaluate.retrievers import RETRIEVERS
 
     global PACK
     PACK = PACK or TextMemo()
     retriever = RETRIEVERS.get("bm25")(PACK, use_cache=False, show_progress=False, **params)
     retriever.index(dataset)
-    return retriever.search(queries, TOP_K)
+    return retriever.search(queries, depth)
 
 
 def restrict(run: dict, queries, docs: set[str]) -> tuple[dict, int]:
@@ -121,8 +122,8 @@ def all_runs(dataset, queries: dict, neural: dict, docs: set[str] | None) -> tup
     from beirx.evaluate.fusion import fuse
 
     runs, short = {}, 0
-    for label, params in BM25.items():
-        runs[label] = bm25_run(dataset, queries, params)
+    for label, params in BM25.items():  # nDCG@10 needs the top 10; BM25 flat enters the fusions at full depth
+        runs[label] = bm25_run(dataset, queries, params, TOP_K if label == "BM25 flat" else 10)
     for label, run in neural.items():
         if docs is None:
             runs[label] = {q: run.get(q, {}) for q in queries}
@@ -138,7 +139,8 @@ def all_runs(dataset, queries: dict, neural: dict, docs: set[str] | None) -> tup
 def per_query(qrels, runs: dict) -> dict[str, dict[str, float]]:
     from beirx.evaluate.metrics import evaluate
 
-    return {label: {q: v["NDCG@10"] for q, v in evaluate(qrels, run).per_query.items()} for label, run in runs.items()}
+    return {label: {q: v["NDCG@10"] for q, v in evaluate(qrels, run, k_values=(10,)).per_query.items()}
+            for label, run in runs.items()}
 
 
 def characters(dataset, doc_ids=None, query_ids=None) -> int:
@@ -233,35 +235,34 @@ def main() -> int:
     grid = args.output / "grid.jsonl"
     done = {(r["pool"], r["queries"], r["budget"], r["seed"]) for r in map(json.loads, grid.open())} \
         if grid.is_file() else set()
-    for pool_name in args.pools:
+    cells = [(seed, pool_name, n, budget) for seed in args.seeds for pool_name in args.pools for n in args.queries
+             for budget in args.budgets]  # seed outermost: a stopped run leaves whole grids of the first seeds
+    for seed, pool_name, n, budget in cells:
         members = POOLS[pool_name]
-        for n in args.queries:
-            for budget in args.budgets:
-                for seed in args.seeds:
-                    if (pool_name, n, budget, seed) in done:
-                        continue
-                    started = time.time()
-                    folder = args.output / "subsets" / f"{pool_name}-q{n}-d{budget}-s{seed}"
-                    pool = {str(pool_files[m]): RunFileSpec(pool_files[m]) for m in members if m in pool_files}
-                    manifest = make_subset(full, folder, queries=n, pool=pool, depth=args.depth if pool else 0,
-                                           max_docs=budget, seed=seed, show_progress=False)
-                    sub = BeirDataset(folder)
-                    docs = {d.id for d in sub.iter_corpus()}
-                    kept = {q: full.queries[q] for q in manifest.query_ids}
-                    sub_runs, short = all_runs(sub, kept, neural, docs)
-                    sub_scores = per_query(sub.qrels("test"), sub_runs)
-                    row = {"pool": pool_name, "queries": n, "budget": budget, "seed": seed,
-                           "documents": manifest.counts.documents, "judged": manifest.counts.judged,
-                           "pooled": manifest.counts.pooled, "random": manifest.counts.random,
-                           "depth_reached": manifest.method.depth_reached, "inexact_queries": short,
-                           "characters_share": characters(full, docs, set(kept)) / whole_chars,
-                           **measure(full_scores, sub_scores, full_p, members),
-                           "seconds": round(time.time() - started, 1)}
-                    with grid.open("a") as out:
-                        out.write(json.dumps(row) + "\n")
-                    print(f"{pool_name} q{n} d{budget} s{seed}: tau {row['tau']:.3f} "
-                          f"[{row['tau_ci'][0]:.3f}, {row['tau_ci'][1]:.3f}] rho {row['rho']:.3f} resolution "
-                          f"{row['resolution']} chars {row['characters_share']:.1%} {row['seconds']} s", flush=True)
+        if (pool_name, n, budget, seed) in done:
+            continue
+        started = time.time()
+        folder = args.output / "subsets" / f"{pool_name}-q{n}-d{budget}-s{seed}"
+        pool = {str(pool_files[m]): RunFileSpec(pool_files[m]) for m in members}
+        manifest = make_subset(full, folder, queries=n, pool=pool, depth=args.depth if pool else 0,
+                               max_docs=budget, seed=seed, show_progress=False)
+        sub = BeirDataset(folder)
+        docs = {d.id for d in sub.iter_corpus()}
+        kept = {q: full.queries[q] for q in manifest.query_ids}
+        sub_runs, short = all_runs(sub, kept, neural, docs)
+        sub_scores = per_query(sub.qrels("test"), sub_runs)
+        row = {"pool": pool_name, "queries": n, "budget": budget, "seed": seed,
+               "documents": manifest.counts.documents, "judged": manifest.counts.judged,
+               "pooled": manifest.counts.pooled, "random": manifest.counts.random,
+               "depth_reached": manifest.method.depth_reached, "inexact_queries": short,
+               "characters_share": characters(full, docs, set(kept)) / whole_chars,
+               **measure(full_scores, sub_scores, full_p, members),
+               "seconds": round(time.time() - started, 1)}
+        with grid.open("a") as out:
+            out.write(json.dumps(row) + "\n")
+        print(f"{pool_name} q{n} d{budget} s{seed}: tau {row['tau']:.3f} "
+              f"[{row['tau_ci'][0]:.3f}, {row['tau_ci'][1]:.3f}] rho {row['rho']:.3f} resolution "
+              f"{row['resolution']} chars {row['characters_share']:.1%} {row['seconds']} s", flush=True)
     table(args.output)
     return 0
 

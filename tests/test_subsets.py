@@ -143,6 +143,11 @@ def test_pooled_corpus_known_exactly(source, tmp_path):
     manifest, corpus = cut(30, "shrunk")  # depth 2 would be 9 + 24 = 33 > 30: depth 1, then 12 random
     assert manifest.method.depth_reached == 1 and manifest.counts.pooled == 9 and manifest.counts.random == 12
     assert corpus == judged | rank1 | _expected_fill(judged | rank1, 12, 7) and len(corpus) == 30
+    # the characters a translator reads: kept titles + texts + kept query texts, over the whole corpus and queries
+    chars = {d["_id"]: len(d.get("title", "")) + len(d["text"]) for d in DOCS}
+    asked = {q["_id"]: len(q["text"]) for q in QUERIES}
+    assert manifest.counts.characters == sum(chars[d] for d in corpus) + sum(asked[q] for q in keep)
+    assert manifest.counts.source_characters == sum(chars.values()) + sum(asked.values())
     import hashlib
 
     assert [p.description["sha256"] for p in manifest.pool] == [hashlib.sha256(p.read_bytes()).hexdigest()

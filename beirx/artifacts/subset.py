@@ -69,6 +69,9 @@ class SubsetCounts:
     pooled: int = fld("documents pooled by the systems that are not judged")
     random: int = fld("documents of the random fill")
     documents: int = fld("documents in the subset's corpus")
+    characters: int | None = optional("characters of the kept titles, texts and query texts: what a translator reads "
+                                      "(beirx translate --dry-run adds segments, tokens and money)")
+    source_characters: int | None = optional("the same count over the source's whole corpus and queries file")
 
 
 @dataclass(kw_only=True)

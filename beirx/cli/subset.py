@@ -148,6 +148,9 @@ def run(args) -> int:
     print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
           f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
           + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
+    print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
+          f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; beirx translate --dry-run "
+          "gives segments, tokens and money)")
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0

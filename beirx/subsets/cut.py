@@ -53,7 +53,7 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     timer = Timer()
     with timer.section("queries"):
         qrels = dataset.qrels(split)
-        judged_queries = _judged_queries(dataset, qrels)
+        judged_queries, query_characters = _judged_queries(dataset, qrels)
         chosen = sample_queries(qrels, set(judged_queries), queries, seed, stratify)
         if not chosen.kept:
             raise DataError(dataset.qrels_path(split), "no judged query has a relevant document and a text")
@@ -93,7 +93,9 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
         counts=SubsetCounts(candidate_queries=chosen.candidates, queries=len(kept), strata=chosen.strata,
                             qrels=sum(len(qrels[q]) for q in kept), source_documents=scan.total,
                             judged=len(judged_present), judged_missing=len(judged) - len(judged_present),
-                            pooled=len(pooled_ids), random=len(fill), documents=len(keep)),
+                            pooled=len(pooled_ids), random=len(fill), documents=len(keep),
+                            characters=sum(scan.length[d] for d in keep) + sum(len(q.text) for q in kept.values()),
+                            source_characters=scan.characters + query_characters),
         query_ids=list(kept), versions=environment_versions())
     with timer.section("write"):
         with atomic_dir(output) as tmp:
@@ -129,30 +131,38 @@ def _check_output(output: Path, dataset: BeirDataset) -> None:
         raise BeirxError(f"{output} exists and is not a beirx subset; choose an empty or new --output")
 
 
-def _judged_queries(dataset: BeirDataset, qrels) -> dict[str, Query]:
-    """The judged queries of the split that have a text, streamed from the queries file."""
-    found = {}
+def _judged_queries(dataset: BeirDataset, qrels) -> tuple[dict[str, Query], int]:
+    """The judged queries of the split that have a text, streamed from the queries file, and the characters of
+    every query's text (what translating the whole queries file reads)."""
+    found, characters = {}, 0
     for query in beir_io.iter_queries(dataset.queries_path):
+        characters += len(query.text)
         if query.id in qrels and query.text.strip():
             found[query.id] = query
-    return found
+    return found, characters
 
 
 class _Scan:
-    """What one pass over the corpus learns: which wanted IDs exist, the corpus size, and fill candidates."""
+    """What one pass over the corpus learns: which wanted IDs exist, the corpus size and characters, and fill
+    candidates (with the characters of every document that may be kept)."""
 
     def __init__(self, limit: int):
         self.present: set[str] = set()
         self.total = 0
+        self.characters = 0
+        self.length: dict[str, int] = {}  # wanted documents and fill candidates only: bounded like the heap
         self.limit = limit
         self.heap: list[tuple[float, str]] = []  # (-priority, id): the `limit` smallest priorities
         self.priority: dict[str, float] = {}  # of the pooled (not judged) documents, which may end up as fill
 
-    def offer(self, priority: float, doc_id: str) -> None:
+    def offer(self, priority: float, doc_id: str, length: int) -> None:
         if len(self.heap) < self.limit:
             heapq.heappush(self.heap, (-priority, doc_id))
         elif self.heap and priority < -self.heap[0][0]:
-            heapq.heapreplace(self.heap, (-priority, doc_id))
+            del self.length[heapq.heapreplace(self.heap, (-priority, doc_id))[1]]
+        else:
+            return
+        self.length[doc_id] = length
 
 
 def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, seed: int, show: bool) -> _Scan:
@@ -162,13 +172,16 @@ def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, 
                     enabled=show)
     for doc in docs:
         scan.total += 1
+        length = len(doc.title) + len(doc.text)
+        scan.characters += length
         priority = rng.random()  # drawn for every document, so the fill depends only on the seed and the file
         if doc.id in wanted:
             scan.present.add(doc.id)
+            scan.length[doc.id] = length
             if doc.id not in judged:
                 scan.priority[doc.id] = priority
         else:
-            scan.offer(priority, doc.id)
+            scan.offer(priority, doc.id, length)
     return scan
 
 
