@@ -279,9 +279,9 @@ def table(output: Path) -> None:
     cells: dict[tuple, list[dict]] = {}
     for row in rows:
         cells.setdefault((row["pool"], row["queries"], row["budget"]), []).append(row)
-    lines = ["| pool | queries | docs | depth | chars | tau (seeds min-max) | tau 95% CI | rho | tau pooling systems "
+    lines = ["| pool | queries | docs | seeds | depth | chars | tau (seeds min-max) | tau 95% CI | rho | tau pooling systems "
              "| resolution | swaps: noise / disagreement | non-pooling rank gain |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mean(key, group):
         values = [r[key] for r in group if r[key] is not None]
@@ -295,7 +295,7 @@ def table(output: Path) -> None:
         taus = [r["tau"] for r in group]
         noise = sum(v for r in group for k, v in r["swaps"].items() if k != "disagreement") / len(group)
         real = sum(r["swaps"].get("disagreement", 0) for r in group) / len(group)
-        lines.append(f"| {pool} | {n} | {budget:,} | {show(mean('depth_reached', group), '{:.0f}')} | "
+        lines.append(f"| {pool} | {n} | {budget:,} | {len(group)} | {show(mean('depth_reached', group), '{:.0f}')} | "
                      f"{mean('characters_share', group):.1%} | {statistics.mean(taus):.3f} ({min(taus):.3f}-"
                      f"{max(taus):.3f}) | [{statistics.mean(r['tau_ci'][0] for r in group):.3f}, "
                      f"{statistics.mean(r['tau_ci'][1] for r in group):.3f}] | {show(mean('rho', group))} | "

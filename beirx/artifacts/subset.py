@@ -46,13 +46,15 @@ class PoolSystem:
 class SubsetMethod:
     """How queries and documents were chosen."""
 
-    queries: int = fld("queries asked for")
+    queries: int = fld("queries asked for (with queries_cap: the cap)")
     stratify: bool = fld("queries sampled within strata of equal number of relevant documents, in proportion")
     seed: int = fld("seed of the query sample and of the random fill")
     depth: int = fld("pool depth asked for (top documents per query and system)")
     depth_reached: int = fld("pool depth actually pooled: lower than depth when judged + pooled documents would "
                              "exceed max_docs (the same depth for every query and system)")
     max_docs: int | None = fld("corpus size asked for; the random fill tops the corpus up to it (null: no fill)")
+    queries_cap: bool | None = optional("true: every judged query up to 'queries' was kept (the default recipe), "
+                                        "not a sample of that size")
 
 
 @dataclass(kw_only=True)

@@ -1,7 +1,11 @@
 """``beirx subset``: cut a small benchmark that ranks like the big one, and check that it does.
 
+    beirx subset --dataset D --output DIR [--check SYSTEM... | --check-config grid.toml]
     beirx subset --dataset D --queries 50 --pool bm25 dense:MODEL --depth 100 --max-docs 1500 --seed 0
-                 --output DIR [--stratify] [--check SYSTEM... | --check-config grid.toml]
+                 --output DIR [--stratify]
+
+Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000, a
+1,500-document corpus of the judged documents, the BM25 pool at the depth that fits and a random fill.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
@@ -18,6 +22,7 @@ from pathlib import Path
 from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_float
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
+from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, QUERY_CAP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,16 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--dataset", help="catalogue name, BEIR folder (a translation too) or hf:ORG/NAME")
     make.add_argument("--lang", default=None, help="the dataset's language (default: what it states, else en)")
     make.add_argument("--split", default=None, help="qrels split to sample (default: the catalogue's test split)")
-    make.add_argument("--queries", type=positive_int, default=50, help="queries to keep (default 50)")
+    make.add_argument("--queries", type=positive_int, default=None,
+                      help=f"queries to keep, a seeded sample (default: every judged query, up to {QUERY_CAP:,})")
     make.add_argument("--stratify", action="store_true",
                       help="sample in proportion within groups of equal number of relevant documents")
-    make.add_argument("--pool", nargs="+", default=["bm25"], metavar="SYSTEM",
-                      help="systems whose top --depth documents join the corpus (default bm25)")
-    make.add_argument("--depth", type=non_negative_int, default=100,
-                      help="pool depth per query and system (default 100; shrinks to fit --max-docs)")
-    make.add_argument("--max-docs", type=positive_int, default=None,
-                      help="corpus size: judged + pooled documents, topped up with a seeded random fill "
-                           "(default: no fill, the full pool)")
+    make.add_argument("--pool", nargs="+", default=POOL, metavar="SYSTEM",
+                      help=f"systems whose top --depth documents join the corpus (default {' '.join(POOL)})")
+    make.add_argument("--depth", type=non_negative_int, default=DEPTH,
+                      help=f"pool depth per query and system (default {DEPTH}; shrinks to fit --max-docs)")
+    make.add_argument("--max-docs", type=positive_int, default=MAX_DOCS,
+                      help=f"corpus size: judged + pooled documents, topped up with a seeded random fill (default "
+                           f"{MAX_DOCS:,})")
+    make.add_argument("--no-max-docs", dest="max_docs", action="store_const", const=None,
+                      help="no corpus budget: the judged documents and the whole pool at --depth, no fill")
     make.add_argument("--seed", type=int, default=0, help="seed of the query sample and the fill (default 0)")
     make.add_argument("--output", type=output_dir, help="the subset's folder")
     check = parser.add_argument_group("ranking check")
@@ -143,7 +151,8 @@ def run(args) -> int:
                            show_progress=show_progress(args), use_cache=not args.no_index_cache)
     counts, method = manifest.counts, manifest.method
     print(f"{args.output}: subset {manifest.name} ({manifest.language}, split {manifest.split}) of {dataset.root}")
-    print(f"queries: {counts.queries} of {counts.candidate_queries} (seed {method.seed}"
+    how = f"every judged query up to {method.queries:,}" if method.queries_cap else f"seed {method.seed}"
+    print(f"queries: {counts.queries} of {counts.candidate_queries} ({how}"
           f"{', stratified' if method.stratify else ''}); qrels {counts.qrels}")
     print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
           f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"

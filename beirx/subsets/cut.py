@@ -35,15 +35,17 @@ from beirx.language_packs import get_pack
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.subsets.pool import depth_that_fits, entry_depths, pool_runs
+from beirx.subsets.recipe import QUERY_CAP
 from beirx.subsets.sample import sample_queries
 
 log = logging.getLogger(__name__)
 
 
-def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool: dict[str, System], depth: int,
-                max_docs: int | None = None, seed: int = 0, stratify: bool = False, split: str | None = None,
-                show_progress: bool = True, use_cache: bool = True) -> SubsetManifest:
-    """Write the subset of ``dataset`` to ``output`` and return its manifest (also ``output/subset.json``)."""
+def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int | None, pool: dict[str, System],
+                depth: int, max_docs: int | None = None, seed: int = 0, stratify: bool = False,
+                split: str | None = None, show_progress: bool = True, use_cache: bool = True) -> SubsetManifest:
+    """Write the subset of ``dataset`` to ``output`` and return its manifest (also ``output/subset.json``);
+    ``queries`` None keeps every judged query up to :data:`beirx.subsets.recipe.QUERY_CAP`."""
     from beirx.data.catalogue import test_split_for
 
     started = time.time()
@@ -54,7 +56,8 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     with timer.section("queries"):
         qrels = dataset.qrels(split)
         judged_queries, query_characters = _judged_queries(dataset, qrels)
-        chosen = sample_queries(qrels, set(judged_queries), queries, seed, stratify)
+        chosen = sample_queries(qrels, set(judged_queries), QUERY_CAP if queries is None else queries, seed, stratify,
+                                cap=queries is None)
         if not chosen.kept:
             raise DataError(dataset.qrels_path(split), "no judged query has a relevant document and a text")
         kept = {qid: judged_queries[qid] for qid in chosen.kept}
@@ -87,8 +90,8 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
         name=name, language=dataset.lang,
         source=DatasetSide(path=str(dataset.root), name=dataset.name, lang=dataset.lang, checksum=dataset.checksum()),
         split=split,
-        method=SubsetMethod(queries=queries, stratify=stratify, seed=seed, depth=depth, depth_reached=reached,
-                            max_docs=max_docs),
+        method=SubsetMethod(queries=QUERY_CAP if queries is None else queries, stratify=stratify, seed=seed,
+                            depth=depth, depth_reached=reached, max_docs=max_docs, queries_cap=queries is None),
         pool=[p.system for p in pooled],
         counts=SubsetCounts(candidate_queries=chosen.candidates, queries=len(kept), strata=chosen.strata,
                             qrels=sum(len(qrels[q]) for q in kept), source_documents=scan.total,
