@@ -30,8 +30,9 @@ fusions fuse the subset's BM25 run with the restricted neural run, as the runner
 
 Pooling (``--pools``, by name; ``random`` = no pool, judged documents and a random fill):
 ``bm25+e5`` (beirx's earlier suggestion), ``diverse`` (BM25 flat, e5-small, MiniLM: a lexical system and two
-encoders), ``bm25`` (a fixed BM25 top-N candidate set, as HAKARI-Bench builds its nano sets); SPLADE-tiny never
-pools, so its rank gain measures pool bias under each recipe.
+encoders), ``bm25`` (a fixed BM25 top-N candidate set, as HAKARI-Bench builds its nano sets), ``all`` (every
+checked system pools, fusions too, SPLADE-tiny excepted); SPLADE-tiny pools only in ``diverse+splade``, so its
+rank gain elsewhere measures pool bias (and ``diverse+splade`` the remedy of pooling from it).
 
 Rows go to ``OUTPUT/grid.jsonl`` as they are measured (a rerun skips the cells already there); the table is
 printed at the end and written to ``OUTPUT/table.md``.
@@ -65,7 +66,8 @@ FUSIONS = {"RRF(BM25 flat, e5)": ("rrf", "e5-small torch"), "RRF(BM25 flat, Mini
            "arithmetic(BM25 flat, e5)": ("arithmetic", "e5-small torch")}
 POOLS = {"bm25+e5": ["BM25 flat", "e5-small torch"],
          "diverse": ["BM25 flat", "e5-small torch", "MiniLM"],
-         "bm25": ["BM25 flat"], "random": []}
+         "bm25": ["BM25 flat"], "random": [], "all": None,
+         "diverse+splade": ["BM25 flat", "e5-small torch", "MiniLM", "SPLADE-tiny"]}
 
 
 class TextMemo:
@@ -130,7 +132,7 @@ def all_runs(dataset, queries: dict, neural: dict, docs: set[str] | None) -> tup
         else:
             runs[label], missing = restrict(run, queries, docs)
             short += missing
-    for label, (method, other) in FUSIONS.items():
+    for label, (method, other) in FUSIONS.items():  # fusions of the systems given
         if other in runs:
             runs[label] = fuse([runs["BM25 flat"], runs[other]], method)
     return runs, short
@@ -158,8 +160,7 @@ def measure(full_scores: dict, sub_scores: dict, full_p: dict, pooled: list[str]
     import numpy as np
 
     from beirx.subsets.check import _ranks
-    from beirx.subsets.fidelity import kendall_tau
-    from beirx.subsets.fidelity import pair_p_values, resolution, spearman_rho, tau_interval, verdict
+    from beirx.subsets.fidelity import kendall_tau, pair_p_values, resolution, spearman_rho, tau_interval, verdict
 
     labels = list(full_scores)
     full = [float(np.mean(list(full_scores[s].values()))) for s in labels]
@@ -185,7 +186,8 @@ def measure(full_scores: dict, sub_scores: dict, full_p: dict, pooled: list[str]
     return {"tau": tau, "tau_ci": interval, "rho": spearman_rho(full, sub), "tau_pooling_systems": tau_pooled,
             "resolution": resolved.smallest_separated, "largest_unresolved": resolved.largest_unresolved,
             "swaps": swaps, "outsider_rank_gain": gain, "subset_means": means,
-            "subset_ranks": dict(zip(labels, sub_ranks))}
+            "subset_ranks": dict(zip(labels, sub_ranks)), "full_ranks": dict(zip(labels, full_ranks)),
+            "full_means": dict(zip(labels, full))}
 
 
 def _fused_from(label: str, pooled: list[str]) -> bool:
@@ -238,7 +240,7 @@ def main() -> int:
     cells = [(seed, pool_name, n, budget) for seed in args.seeds for pool_name in args.pools for n in args.queries
              for budget in args.budgets]  # seed outermost: a stopped run leaves whole grids of the first seeds
     for seed, pool_name, n, budget in cells:
-        members = POOLS[pool_name]
+        members = POOLS[pool_name] if POOLS[pool_name] is not None else [s for s in runs if s != "SPLADE-tiny"]
         if (pool_name, n, budget, seed) in done:
             continue
         started = time.time()
@@ -275,9 +277,10 @@ def _top(docs: dict, depth: int) -> dict:
 
 def table(output: Path) -> None:
     """Mean over seeds per cell: tau (min-max over seeds), its interval's mean bounds, rho, resolution, chars."""
-    rows = [json.loads(line) for line in (output / "grid.jsonl").open()]
+    rows = {(r["pool"], r["queries"], r["budget"], r["seed"]): r
+            for r in map(json.loads, (output / "grid.jsonl").open())}  # a cell measured twice is the same
     cells: dict[tuple, list[dict]] = {}
-    for row in rows:
+    for row in rows.values():
         cells.setdefault((row["pool"], row["queries"], row["budget"]), []).append(row)
     lines = ["| pool | queries | docs | seeds | depth | chars | tau (seeds min-max) | tau 95% CI | rho | tau pooling systems "
              "| resolution | swaps: noise / disagreement | non-pooling rank gain |",
