@@ -283,8 +283,8 @@ def table(output: Path) -> None:
     for row in rows.values():
         cells.setdefault((row["pool"], row["queries"], row["budget"]), []).append(row)
     lines = ["| pool | queries | docs | seeds | depth | chars | tau (seeds min-max) | tau 95% CI | rho | tau pooling systems "
-             "| resolution | swaps: noise / disagreement | non-pooling rank gain |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| resolution | swaps: noise / disagreement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mean(key, group):
         values = [r[key] for r in group if r[key] is not None]
@@ -303,10 +303,35 @@ def table(output: Path) -> None:
                      f"{max(taus):.3f}) | [{statistics.mean(r['tau_ci'][0] for r in group):.3f}, "
                      f"{statistics.mean(r['tau_ci'][1] for r in group):.3f}] | {show(mean('rho', group))} | "
                      f"{show(mean('tau_pooling_systems', group))} | {show(mean('resolution', group), '{:.4f}')} | "
-                     f"{noise:.1f} / {real:.1f} | {show(mean('outsider_rank_gain', group), '{:+.2f}')} |")
-    text = "\n".join(lines)
+                     f"{noise:.1f} / {real:.1f} |")
+    text = "\n".join(lines) + "\n\n" + bias(rows.values())
     (output / "table.md").write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+def bias(rows) -> str:
+    """Pool bias: per pool, each neural system's mean rank gain (full rank - subset rank) and mean nDCG@10 change
+    on the subset minus the pooling systems' mean change, split by whether it pooled."""
+    lines = ["| pool | system | pooled | rank gain | nDCG@10 change vs pooling systems' | subsets |", "|---|---|---|---|---|---|"]
+    by_pool: dict[str, list[dict]] = {}
+    for row in rows:
+        if "full_ranks" in row and row["pool"] != "random":
+            by_pool.setdefault(row["pool"], []).append(row)
+    for pool, group in sorted(by_pool.items(), key=lambda kv: list(POOLS).index(kv[0])):
+        members = POOLS[pool] or [s for s in group[0]["full_ranks"] if s != "SPLADE-tiny"]
+        for system in ("SPLADE-tiny", "MiniLM", "e5-small torch", "RRF(BM25 flat, MiniLM)"):
+            if system not in group[0]["full_ranks"]:
+                continue
+            gains = [r["full_ranks"][system] - r["subset_ranks"][system] for r in group]
+            shifts = []
+            for r in group:
+                inside = [m for m in members if m != system]
+                base = statistics.mean(r["subset_means"][m] - r["full_means"][m] for m in inside)
+                shifts.append(r["subset_means"][system] - r["full_means"][system] - base)
+            pooled = "yes" if system in members or _fused_from(system, members) else "no"
+            lines.append(f"| {pool} | {system} | {pooled} | {statistics.mean(gains):+.2f} | "
+                         f"{statistics.mean(shifts):+.4f} | {len(group)} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -300,19 +300,22 @@ def test_pool_run_file_with_no_document_of_the_corpus_is_refused(source, tmp_pat
 
 
 def test_default_recipe_keeps_every_judged_query_and_cuts_documents(source, tmp_path, capsys):
-    """No size options: every judged query (up to the cap), the BM25 pool and a 1,500-document budget."""
+    """No size options: every judged query (up to the cap) and a 1,500-document budget (the default pool,
+    BM25 flat + e5-small, is replaced by BM25 flat alone here: no model in the tests)."""
     from beirx.subsets import recipe
 
-    assert main(["subset", "--dataset", str(source.root), "--output", str(tmp_path / "d")]) == 0
+    assert main(["subset", "--dataset", str(source.root), "--pool", "bm25:fields=flat",
+                 "--output", str(tmp_path / "d")]) == 0
     printed = capsys.readouterr().out
     manifest = SubsetManifest.load(tmp_path / "d" / "subset.json")
     assert manifest.query_ids == [f"q{i}" for i in range(1, 9)] and manifest.method.queries_cap is True
     assert (manifest.method.queries, manifest.method.max_docs, manifest.method.depth) == (
         recipe.QUERY_CAP, recipe.MAX_DOCS, recipe.DEPTH) == (1000, 1500, 100)
-    assert [p.spec for p in manifest.pool] == recipe.POOL == ["bm25"]
+    assert [p.spec for p in manifest.pool] == ["bm25:fields=flat"]
+    assert recipe.POOL == ["bm25:fields=flat", "dense:intfloat/multilingual-e5-small"]
     assert "queries: 8 of 8 (every judged query up to 1,000); qrels" in printed
     assert "documents: 40 of 40" in printed and "characters to translate: " in printed
-    assert main(["subset", "--dataset", str(source.root), "--queries", "3", "--no-max-docs", "--depth", "1",
+    assert main(["subset", "--dataset", str(source.root), "--queries", "3", "--no-max-docs", "--depth", "1", "--pool", "bm25",
                  "--output", str(tmp_path / "old")]) == 0
     old = SubsetManifest.load(tmp_path / "old" / "subset.json")
     assert old.method.max_docs is None and old.counts.random == 0 and old.counts.queries == 3

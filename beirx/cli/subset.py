@@ -5,7 +5,8 @@
                  --output DIR [--stratify]
 
 Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000, a
-1,500-document corpus of the judged documents, the BM25 pool at the depth that fits and a random fill.
+1,500-document corpus of the judged documents, the pool of BM25 flat and multilingual-e5-small at the depth
+that fits, and a random fill.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
