@@ -14,10 +14,11 @@ is scored on it by nDCG@10 per query; then, against the full set's scores:
 - pool bias: the systems that did not pool, their mean rank gain on the subset;
 - the share of characters to translate: titles, texts and query texts kept over the full set's.
 
-Systems (14, five families): seven BM25 conventions (beirx's default = Elasticsearch multifield, flat,
-pyserini-flat, pyserini-multifield, exact length norms for default and flat, flat with k1 1.5 / b 0.9), dense
-multilingual-e5-small on torch and on ONNX Runtime int8, all-MiniLM-L6-v2, SPLADE-tiny, RRF of BM25 flat +
-e5-small, RRF of BM25 flat + MiniLM, and the arithmetic (min-max) fusion of BM25 flat + e5-small.
+Systems: seven BM25 conventions (beirx's default = Elasticsearch multifield, flat, pyserini-flat,
+pyserini-multifield, exact length norms for default and flat, flat with k1 1.5 / b 0.9), then every ``--run``
+(dense multilingual-e5-small as "e5-small torch", all-MiniLM-L6-v2 as "MiniLM", SPLADE-tiny, e5-small on ONNX
+Runtime int8 ...), and the fusions of the runs given: RRF of BM25 flat + e5-small, RRF of BM25 flat + MiniLM and
+the arithmetic (min-max) fusion of BM25 flat + e5-small.
 
 Why the neural systems are not run on each subset: a dense or SPLADE score is a function of the query and the
 document alone (exact search, a fixed vocabulary), so a system's ranking on a subset is its full-corpus ranking
