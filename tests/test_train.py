@@ -349,3 +349,51 @@ def test_language_comes_from_the_dataset_when_lang_is_absent(tiny_dataset, tiny_
     data = load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang=None), False)
     assert data.lang == "es"
     assert load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang="en"), False).lang == "en"
+
+
+# -- GradCache ----------------------------------------------------------------------------------------
+GRADCACHE_ROWS = {  # query, positive, hard negative
+    "query": ["which animals hunt mice", "largest ocean animal", "loyal companion dog", "birds can fly"],
+    "passage": ["Cats are small domestic animals that hunt mice.", "Whales are the largest animals in the ocean.",
+                "Dogs are loyal animals and good companions.", "Birds can fly and sing."],
+    "negative_1": ["Mice are small rodents.", "Birds can fly and sing.", "Cats hunt them at night.",
+                   "Whales are the largest animals."],
+}
+
+
+def _loss_gradient(model_dir, loss_class, dropout: bool, **loss_kw) -> tuple[float, dict]:
+    """The loss on :data:`GRADCACHE_ROWS` and the encoder's gradient, seed 0 before the forward pass; one forward
+    per column (sentence-transformers would otherwise merge the document columns into one forward, which draws
+    other dropout masks)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.losses.merged_forward import column_merging_disabled
+
+    model = SentenceTransformer(str(model_dir), device="cpu")
+    model.train(dropout)
+    features = [model.tokenize(texts) for texts in GRADCACHE_ROWS.values()]
+    loss_fn = loss_class(model, scale=bi_encoder.SCALE, **loss_kw)
+    torch.manual_seed(0)
+    with column_merging_disabled():
+        loss = loss_fn(features, None)
+    loss.backward()
+    return loss.item(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("mini_batch_size,dropout", [(1, False), (3, False), (4, True)])
+def test_gradcache_gradient_equals_the_plain_in_batch_loss(tiny_bi_encoder, mini_batch_size, dropout):
+    """GradCache (Gao et al., 2021) is exact: the loss and the encoder's gradient equal those of the plain
+    in-batch loss over the same batch (3 columns: query, positive, hard negative), whatever the mini-batch size
+    without dropout, and with dropout when a mini-batch holds a whole column (its masks are drawn in the same
+    order and replayed from the same random state in GradCache's second pass)."""
+    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
+                                                                   MultipleNegativesRankingLoss)
+
+    plain_loss, plain = _loss_gradient(tiny_bi_encoder, MultipleNegativesRankingLoss, dropout)
+    cached_loss, cached = _loss_gradient(tiny_bi_encoder, CachedMultipleNegativesRankingLoss, dropout,
+                                         mini_batch_size=mini_batch_size)
+    assert cached_loss == pytest.approx(plain_loss, rel=1e-6)
+    assert plain_loss > 0.5  # a random encoder: far from a solved batch, so the gradient is not ~0
+    assert cached.keys() == plain.keys() and len(plain) > 10
+    largest = max(grad.abs().max().item() for grad in plain.values())
+    for name, grad in plain.items():  # float32 sums in another order: 1e-4 relative, 1e-6 of the largest entry
+        torch.testing.assert_close(cached[name], grad, rtol=1e-4, atol=1e-6 * largest, msg=name)

@@ -83,7 +83,8 @@ def run(args) -> int:
                         keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite,
                         eval_split=args.eval_split, eval_steps=args.eval_steps,
                         eval_candidates=args.eval_candidates, max_memory=args.max_memory,
-                        **({"mini_batch_size": args.mini_batch_size} if args.kind == "bi-encoder" else {}))
+                        **({"mini_batch_size": args.mini_batch_size, "scale": args.scale}
+                           if args.kind == "bi-encoder" else {}))
     if args.kind == "bi-encoder":
         from beirx.train.bi_encoder import train_bi_encoder as train
     else:

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 LOSS = "MultipleNegativesRankingLoss"
 MINI_BATCH_SIZE = 8  # texts per GradCache pass by default: ~4 GB of activations for a small encoder at 512 tokens
+SCALE = 20.0  # sentence-transformers' default: cosine similarities / temperature 0.05
 
 
 def columns(data: session.TrainingData, negatives: int) -> dict[str, list[str]]:
@@ -85,12 +86,13 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
         SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
         prompts=text_prompts or None)
     evaluator = bi_encoder_evaluator(data.validation, prompts, opts.batch_size) if data.validation else None
-    loss_fn = CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch)
+    scale = opts.scale or SCALE
+    loss_fn = CachedMultipleNegativesRankingLoss(model, scale=scale, mini_batch_size=mini_batch)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                          evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress,
                       (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
-    loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
+    loss = {"name": LOSS, "scale": scale, "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": model.max_seq_length, "max_seq_length_from": length_from,
             "gradcache": {"loss_class": type(loss_fn).__name__, "mini_batch_size": mini_batch}}
     model.max_seq_length = base_length
