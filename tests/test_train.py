@@ -397,3 +397,56 @@ def test_gradcache_gradient_equals_the_plain_in_batch_loss(tiny_bi_encoder, mini
     largest = max(grad.abs().max().item() for grad in plain.values())
     for name, grad in plain.items():  # float32 sums in another order: 1e-4 relative, 1e-6 of the largest entry
         torch.testing.assert_close(cached[name], grad, rtol=1e-4, atol=1e-6 * largest, msg=name)
+
+
+# -- --evaluate ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["bi-encoder", "cross-encoder"])
+def test_evaluate_compares_base_and_trained_as_beirx_eval_does(kind, tiny_dataset, tiny_bi_encoder,
+                                                                tiny_cross_encoder, tmp_path, capsys):
+    import shutil
+
+    from scipy import stats
+
+    shutil.copy(tiny_dataset / "qrels" / "test.tsv", tiny_dataset / "qrels" / "dev.tsv")  # a held-out split
+    base = tiny_bi_encoder if kind == "bi-encoder" else tiny_cross_encoder
+    out = tmp_path / "model"
+    common = ["train", kind, "--dataset", str(tiny_dataset), "--split", "test", "--model", str(base), "--device",
+              "cpu", "--batch-size", "2", "--max-steps", "2", "--negatives", "1", "--no-progress"]
+    # a split without qrels, or the training split, is refused before any training
+    assert main([*common, "--output", str(out), "--evaluate", "val"]) == 2
+    assert f"--evaluate val: {tiny_dataset / 'qrels' / 'val.tsv'} does not exist (splits of tiny: dev, test)" \
+        in capsys.readouterr().err
+    assert main([*common, "--output", str(out), "--evaluate", "test"]) == 2
+    assert "--evaluate test is the training split" in capsys.readouterr().err
+    assert not out.exists()
+
+    assert main([*common, "--output", str(out), "--evaluate", "dev"]) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / "model-evaluation"
+    summary = json.loads((folder / "evaluation.json").read_text())
+    assert read_front_matter(out / "README.md")["beirx"]["evaluation"] == summary
+    assert sorted(p.name for p in out.iterdir() if p.is_dir() and "evaluation" in p.name) == []  # not in the model
+
+    # the same figures as beirx eval run on each model by hand
+    by_hand = {}
+    for name, model in (("base", base), ("trained", out)):
+        flags = (["--retriever", "dense", "--model", str(model)] if kind == "bi-encoder" else
+                 ["--retriever", "bm25", "--reranker", "cross-encoder", "--reranker-model", str(model)])
+        assert main(["eval", "--dataset", str(tiny_dataset), "--split", "dev", *flags, "--device", "cpu",
+                     "--output", str(tmp_path / name), "--no-progress"]) == 0
+        [path] = [p for p in (tmp_path / name).glob("*.json") if kind == "bi-encoder" or "rerank" in p.name]
+        by_hand[name] = ResultsDocument.load(path)
+    for name in ("base", "trained"):
+        saved = ResultsDocument.load(folder / summary[name]["results_file"])
+        assert saved.per_query == by_hand[name].per_query
+        assert summary[name]["NDCG@10"] == round(by_hand[name].metrics["NDCG@10"], 6)
+        assert summary[name]["Recall@100"] == round(by_hand[name].metrics["Recall@100"], 6)
+    qids = sorted(by_hand["base"].per_query)
+    a, b = ([by_hand[n].per_query[q]["NDCG@10"] for q in qids] for n in ("base", "trained"))
+    diff = summary["difference"]["NDCG@10"]
+    assert diff["trained_minus_base"] == round(sum(b) / 3 - sum(a) / 3, 6) and diff["queries"] == 3
+    expected_t = stats.ttest_rel(b, a).pvalue
+    assert diff["paired_t_p"] == (1.0 if a == b else round(float(expected_t), 6))
+    assert 0 < diff["randomization_p"] <= 1  # 3 queries: the exact test over all 8 sign flips
+    assert (f"NDCG@10: base {summary['base']['NDCG@10']:.4f}, trained {summary['trained']['NDCG@10']:.4f}"
+            in printed and "evaluation on tiny [en/dev]" in printed)

@@ -99,4 +99,4 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     if prompts:  # written into the saved config, so evaluation prompts as training did
         document = {"document": prompts["passage"]} if "passage" in prompts else {}
         model.prompts = {**model.prompts, **prompts, **document}
-    return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts)
+    return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts, show_progress)
