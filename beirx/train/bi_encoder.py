@@ -2,7 +2,9 @@
 
 Loss: MultipleNegativesRankingLoss (Henderson et al., 2017; the contrastive InfoNCE loss of DPR,
 Karpukhin et al., 2020): for each query, softmax cross-entropy of its positive against every other
-document in the batch and, with ``--hard-negatives bm25``, the mined negatives (columns ``negative_1``...).
+document in the batch and, with ``--hard-negatives bm25``, the mined negatives (columns ``negative_1``...), over
+cosine similarities times ``--scale`` (1/temperature; default 20, sentence-transformers'; E5 was pre-trained at
+temperature 0.01, i.e. 100, Wang et al. 2022). The scale used and where it came from are in the card.
 Batches never hold the same text twice (``NO_DUPLICATES``), so a query with two positives never meets its
 other positive as a negative. The model's query/passage prompts (E5: ``"query: "``/``"passage: "``,
 :func:`beirx.models.prompts.model_prompts`) are applied per column by the trainer, and written into the saved
@@ -92,7 +94,9 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
                                          evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress,
                       (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
-    loss = {"name": LOSS, "scale": scale, "similarity": "cosine", "batch_sampler": "no_duplicates",
+    loss = {"name": LOSS, "scale": scale, "scale_from": "--scale" if opts.scale else
+            "default: sentence-transformers' 20 (temperature 0.05); E5 was pre-trained at 100 (temperature 0.01)",
+            "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": model.max_seq_length, "max_seq_length_from": length_from,
             "gradcache": {"loss_class": type(loss_fn).__name__, "mini_batch_size": mini_batch}}
     model.max_seq_length = base_length
