@@ -6,7 +6,7 @@ qrels and identical-ID rule) on the full corpus; the base model's document embed
 first-stage run) come from ``$BEIRX_HOME``'s caches when an earlier ``beirx eval`` made them. A bi-encoder is
 evaluated as a dense retriever; a cross-encoder reranks BM25's top :data:`RERANK_DEPTH` (the same stored
 first stage for both). The difference is tested per query with ``beirx report``'s paired tests
-(:mod:`beirx.report.significance`: paired t-test and a seeded randomization test). Results files and runs go
+(:mod:`beirx.significance`: paired t-test and a seeded randomization test). Results files and runs go
 to ``<OUTPUT>-evaluation/`` (not into the model folder, whose files are its revision), the summary to
 ``evaluation.json`` there and to the model card.
 """
@@ -59,7 +59,7 @@ def evaluate_base_and_trained(kind: str, dataset: BeirDataset, lang: str, split:
     from beirx.evaluate.runner import run_experiment
     from beirx.evaluate.stages import Stages
     from beirx.language_packs import get_pack
-    from beirx.report.significance import PAIRING_RULE, compare
+    from beirx.significance import PAIRING_RULE, compare
 
     pack = get_pack(lang)
     folder = output_folder(trained)
@@ -85,7 +85,7 @@ def evaluate_base_and_trained(kind: str, dataset: BeirDataset, lang: str, split:
         summary["difference"][metric] = {"trained_minus_base": round(test.difference, 6), "queries": test.n,
                                          "paired_t_p": round(test.t_p, 6), "randomization_p": round(test.perm_p, 6)}
     summary["tests"] = (f"two-sided paired t-test and randomization test ({PERMUTATIONS} sign flips, seed 0) "
-                        f"over per-query scores (beirx.report.significance); {PAIRING_RULE}")
+                        f"over per-query scores (beirx.significance); {PAIRING_RULE}")
     write_json(folder / SUMMARY, summary)
     return summary
 
