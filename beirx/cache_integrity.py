@@ -19,6 +19,8 @@ index) commits its work in chunks; the journal records each committed chunk with
 and a resumed build recomputes those checksums and continues after the last chunk that verifies, so a
 progress record that ran ahead of its data (a crash between the two, a damaged or replaced file) costs the
 unverified chunks, never a silently wrong result.
+
+SQLite caches (a file checked on open, moved aside when damaged) are opened by :mod:`beirx.sqlite_store`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from beirx.atomic import atomic_writer, naming, write_json
-from beirx.path_problems import link_problem
 
 log = logging.getLogger(__name__)
 
@@ -246,153 +247,3 @@ class ProgressJournal:
     def _rewrite(self, entries: list[dict[str, Any]]) -> None:
         with atomic_writer(self.path) as fh:
             fh.write("".join(json.dumps(e) + "\n" for e in entries))
-
-
-QUICK_CHECK_LIMIT = 256 << 20  # bytes; larger SQLite caches get only the header/schema probe on open
-
-
-def sqlite_problem(conn) -> str | None:
-    """Why an open SQLite cache is unusable (not a database, malformed pages), or None."""
-    import sqlite3
-
-    try:
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        rows = conn.execute("PRAGMA quick_check").fetchall() if _db_size(conn) <= QUICK_CHECK_LIMIT else [("ok",)]
-    except sqlite3.DatabaseError as exc:
-        if _busy(exc):  # another process holds a lock: not damage
-            raise
-        return str(exc)
-    if rows != [("ok",)]:
-        return "; ".join(str(r[0]) for r in rows[:3])
-    return None
-
-
-def _busy(exc) -> bool:
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _db_size(conn) -> int:
-    page_count = conn.execute("PRAGMA page_count").fetchone()[0]
-    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-    return page_count * page_size
-
-
-def open_sqlite_cache(path: Path, connect, what: str):
-    """``connect(path)`` after checking the file; a damaged file is moved aside (kept for inspection), reported
-    and replaced by a new empty database, so a cache never serves (or crashes on) damaged pages."""
-    import sqlite3
-    import time
-
-    from beirx.errors import DataError
-
-    path = Path(path)
-    problem = None
-    if path.exists() and not path.is_file():
-        raise DataError(path, f"the {what} must be a file; this is a folder or special file")
-    if os.path.lexists(path) and not path.exists() or link_problem(path.parent):
-        raise DataError(path, f"the {what} cannot be opened")  # names the symbolic link that loops or leads nowhere
-    if path.exists():
-        try:
-            conn = connect(path)
-        except sqlite3.DatabaseError as exc:
-            if _busy(exc):
-                raise
-            problem = str(exc)
-        else:
-            problem = sqlite_problem(conn)
-            if problem is None:
-                return conn
-            conn.close()
-    if problem is not None:
-        aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d%H%M%S')}")
-        for suffix in ("", "-wal", "-shm"):
-            side = Path(str(path) + suffix)
-            if side.exists():
-                side.replace(Path(str(aside) + suffix))
-        log.warning("damaged %s at %s: %s; moved it to %s and starting a new one", what, path, problem, aside)
-    return connect(path)
-
-
-SQLITE_BUSY_TIMEOUT_S = 120.0
-
-
-def enable_wal(conn, timeout: float = SQLITE_BUSY_TIMEOUT_S) -> None:
-    """Switch to WAL, retrying while another process creates or switches the same new database.
-
-    SQLite does not call the busy handler for this switch, so two runs started together on a fresh
-    database would otherwise fail with "database is locked" instead of waiting their turn.
-    """
-    import sqlite3
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def open_shared_cache(path: Path, what: str, timeout: float = SQLITE_BUSY_TIMEOUT_S):
-    """A SQLite cache that concurrent processes share (translation memory, generated queries): checked on
-    open (a damaged file is moved aside), autocommit (transactions are explicit, :class:`WriteTransaction`),
-    a busy timeout, WAL, and ``synchronous = NORMAL`` (in WAL mode a committed transaction survives the
-    process being killed, not a power loss)."""
-    import sqlite3
-
-    conn = open_sqlite_cache(Path(path), lambda p: sqlite3.connect(p, timeout=timeout, isolation_level=None), what)
-    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    enable_wal(conn, timeout)
-    conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
-
-
-class WriteTransaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``): takes the write lock up front, so a busy
-    database makes us wait (busy timeout) at the start instead of failing half-way through.
-
-    A full disk (SQLite's "database or disk is full", in the transaction or at its commit) rolls the transaction
-    back -- every transaction committed before stays -- and is raised as ``OSError(ENOSPC)`` naming the database
-    file, so it reads as a full disk, never as a damaged cache to delete.
-    """
-
-    def __init__(self, conn):
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        self._conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        import sqlite3
-
-        try:
-            if exc_type is None:
-                self._conn.execute("COMMIT")
-            elif self._conn.in_transaction:  # SQLite may have rolled back already (a full disk does)
-                self._conn.execute("ROLLBACK")
-        except sqlite3.Error as commit_error:
-            if not _disk_full(commit_error):
-                raise
-            if self._conn.in_transaction:
-                self._conn.execute("ROLLBACK")
-            exc = commit_error
-        if exc is not None and _disk_full(exc):
-            raise _enospc(self._conn) from exc
-
-
-def _disk_full(exc: BaseException) -> bool:
-    import sqlite3
-
-    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-                                               or "disk is full" in str(exc))
-
-
-def _enospc(conn) -> OSError:
-    import errno
-
-    rows = conn.execute("PRAGMA database_list").fetchall()
-    path = next((r[2] for r in rows if r[1] == "main" and r[2]), None)
-    return OSError(errno.ENOSPC, "No space left on device", path)

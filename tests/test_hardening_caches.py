@@ -175,7 +175,7 @@ def test_damaged_run_cache_is_not_used(caplog, damage):
 def _fill_scores(path):
     cache = PairScoreCache(path, {"model": "m"})
     cache.put({i.to_bytes(16, 'big'): float(i) for i in range(2000)})
-    cache._db.close()
+    cache.close()
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate"])

@@ -121,7 +121,7 @@ def test_cli_and_bad_output(tiny_dataset, tiny_t5, tmp_path, capsys):
 
 
 def test_a_damaged_cache_is_moved_aside_and_replaced(tmp_path):
-    """Opened like the translation memory (cache_integrity.open_shared_cache), not crashed on."""
+    """Opened like the translation memory (sqlite_store.connect), not crashed on."""
     from beirx.train.genq_cache import QueryCache
 
     path = tmp_path / "queries.sqlite"

@@ -18,10 +18,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from beirx.cache_integrity import WriteTransaction
 from beirx.data.beir_io import doc_from_json, parse_record
 from beirx.data.records import Doc
 from beirx.errors import DataError
+from beirx.sqlite_store import WriteTransaction, read_only, scratch
 
 _FORMAT = 1
 _ROWS_PER_COMMIT = 50_000
@@ -40,7 +40,7 @@ class DocStore(Mapping[str, Doc]):
         self.index_path = Path(index_dir) / f"{_index_key(self.path)}.sqlite"
         if not self.index_path.is_file():
             _build(self.path, self.index_path, self.gzip)
-        self._conn = sqlite3.connect(f"file:{self.index_path}?mode=ro", uri=True, check_same_thread=False)
+        self._conn = read_only(self.index_path, threads=True)
         self._file = None if self.gzip else open(self.path, "rb")
         self._len: int | None = None
 
@@ -126,9 +126,7 @@ def _build(path: Path, target: Path, gz: bool) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     try:
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("PRAGMA synchronous = OFF")
+        conn = scratch(tmp)  # moved into place whole once built: a crash leaves only the temporary file
         with WriteTransaction(conn):  # a full disk: OSError(ENOSPC) naming the index file, not a bare SQLite error
             conn.execute("CREATE TABLE docs (id TEXT PRIMARY KEY, offset INTEGER NOT NULL, line TEXT) WITHOUT ROWID")
         rows: list[tuple[str, int, str | None]] = []

@@ -19,11 +19,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from beirx.artifacts.base import utc_now
-from beirx.cache_integrity import WriteTransaction, enable_wal, sqlite_problem
-from beirx.errors import BeirxError, DataError
+from beirx.errors import BeirxError
+from beirx.sqlite_store import WriteTransaction, connect
 
 FILENAME = "review.sqlite"
 FOLDER = "review"  # in the translated dataset's folder, beside review.json
@@ -120,36 +119,17 @@ class ReviewStore:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        if self.path.exists() and not self.path.is_file():
-            raise DataError(self.path, "the review database must be a file; this is a folder or special file")
+        """Opened by :func:`beirx.sqlite_store.connect` with ``synchronous = FULL``; read-only where the folder
+        cannot be written (SQLite reads ratings a killed server left in the -wal file)."""
         if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
             raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review cannot be "
                              "started there; copy the dataset to a writable place and review the copy")
-        try:
-            conn = sqlite3.connect(self._uri(), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)
-            problem = sqlite_problem(conn)
-        except sqlite3.DatabaseError as exc:
-            problem = str(exc)
-        if problem is not None:
-            raise DataError(self.path, f"the review database is damaged ({problem}); it holds submitted ratings, so "
-                                       "beirx leaves it as it is: restore it from a backup")
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn = connect(self.path, "review database", timeout=BUSY_TIMEOUT_S, synchronous="FULL", threads=True,
+                       read_only=self.read_only, if_damaged="it holds submitted ratings, so beirx leaves it as it is: "
+                                                            "restore it from a backup")
         if not self.read_only:
-            enable_wal(conn, BUSY_TIMEOUT_S)
-            conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
         return conn
-
-    def _uri(self) -> str:
-        """The database's URI: read-only where the folder cannot be written. SQLite reads a WAL database there
-        only through its -wal and -shm files when they exist (a server that was killed left ratings in them),
-        else as an immutable file (no locks: nobody can write it either)."""
-        uri = "file:" + quote(str(self.path.resolve()))
-        if not self.read_only:
-            return uri
-        wal = self.path.with_name(self.path.name + "-wal")
-        return uri + ("?mode=ro" if wal.is_file() and wal.stat().st_size else "?mode=ro&immutable=1")
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

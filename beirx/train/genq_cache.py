@@ -7,7 +7,7 @@ takes hours, so a killed run must not lose finished documents and a rerun must g
   parameters, seed); its canonical JSON is hashed into the key and stored beside it for inspection.
 * A document is keyed by its ID and the SHA-256 of the text the model read, so an edited document is
   generated again rather than served stale queries.
-* Opened as every shared cache is (:func:`beirx.cache_integrity.open_shared_cache`: a damaged file is moved
+* Opened as every shared cache is (:func:`beirx.sqlite_store.connect`: a damaged file is moved
   aside, WAL, a busy timeout so a second process waits instead of failing), one transaction per batch (a
   batch is fully committed or absent after SIGKILL), ``INSERT OR IGNORE`` so concurrent runs never clash.
 """
@@ -20,9 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from beirx.cache_integrity import WriteTransaction, open_shared_cache
-
-_LOOKUP_CHUNK = 400  # below SQLite's default limit of host parameters
+from beirx.sqlite_store import WriteTransaction, connect, select_in
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS generators (key TEXT PRIMARY KEY, description TEXT NOT NULL)",
@@ -46,7 +44,7 @@ class QueryCache:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_shared_cache(self.path, "generated-queries cache")
+        self._conn = connect(self.path, "generated-queries cache")
         with WriteTransaction(self._conn):
             for statement in _SCHEMA:
                 self._conn.execute(statement)
@@ -61,17 +59,9 @@ class QueryCache:
     def lookup(self, generator: str, docs: list[tuple[str, str]]) -> dict[str, list[str]]:
         """``{doc_id: queries}`` for the ``(doc_id, text)`` pairs already generated with this text."""
         wanted = {doc_id: text_hash(text) for doc_id, text in docs}
-        ids = list(wanted)
-        found: dict[str, list[str]] = {}
-        for i in range(0, len(ids), _LOOKUP_CHUNK):
-            chunk = ids[i: i + _LOOKUP_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(f"SELECT doc_id, text_hash, queries FROM queries WHERE generator = ? AND "
-                                      f"doc_id IN ({marks})", [generator, *chunk])
-            for doc_id, digest, queries in rows:
-                if wanted[doc_id] == digest:
-                    found[doc_id] = json.loads(queries)
-        return found
+        rows = select_in(self._conn, "SELECT doc_id, text_hash, queries FROM queries WHERE generator = ? AND "
+                                     "doc_id IN ({marks})", wanted, (generator,))
+        return {doc_id: json.loads(queries) for doc_id, digest, queries in rows if wanted[doc_id] == digest}
 
     def add(self, generator: str, rows: list[tuple[str, str, list[str]]]) -> None:
         """Commit one batch of ``(doc_id, text, queries)`` in a single transaction."""

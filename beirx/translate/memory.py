@@ -38,12 +38,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from beirx.cache_integrity import WriteTransaction, open_shared_cache
+from beirx.sqlite_store import WriteTransaction, connect, select_in
 from beirx.translate.segment_store import pid_alive
 
 log = logging.getLogger(__name__)
 
-_LOOKUP_CHUNK = 500  # below SQLite's default limit of host parameters
 LEASE_SECONDS = 900.0  # a lease not renewed for this long is taken over (renewed at every committed batch)
 
 _SCHEMA = """
@@ -83,7 +82,7 @@ class TranslationMemory:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.holder = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = open_shared_cache(self.path, "translation memory")
+        self._conn = connect(self.path, "translation memory")
         with self._transaction():
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -129,15 +128,10 @@ class TranslationMemory:
 
     def _rows(self, select: str, system: str, segments: Iterable[str]):
         """``(segment, *row)`` for the rows of ``select`` (``SELECT hash, ... FROM table``) matching ``system``
-        and the segments' hashes, queried in chunks below SQLite's limit of host parameters."""
+        and the segments' hashes."""
         by_hash = {segment_hash(s): s for s in segments}
-        hashes = list(by_hash)
-        for i in range(0, len(hashes), _LOOKUP_CHUNK):
-            chunk = hashes[i: i + _LOOKUP_CHUNK]
-            rows = self._conn.execute(f"{select} WHERE system = ? AND hash IN ({','.join('?' * len(chunk))})",
-                                      [system, *chunk])
-            for row in rows:
-                yield (by_hash[row[0]], *row)
+        for row in select_in(self._conn, f"{select} WHERE system = ? AND hash IN ({{marks}})", by_hash, (system,)):
+            yield (by_hash[row[0]], *row)
 
     def add(self, system: str, pairs: list[tuple[str, str]], lease: str | None = None,
             notes: dict[str, dict[str, Any]] | None = None) -> None:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import re
 import socket
-import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from beirx.cache_integrity import WriteTransaction
+from beirx.sqlite_store import WriteTransaction, scratch, select_in
 
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())
 _FLUSH_ROWS = 20_000
@@ -36,10 +35,7 @@ class SegmentStore:
         fd, path = tempfile.mkstemp(prefix=f".beirx-segments-{_HOST}-{os.getpid()}-", suffix=".sqlite", dir=folder)
         os.close(fd)
         self.path = Path(path)
-        self._conn = sqlite3.connect(self.path, isolation_level=None)
-        for pragma in ("page_size = 8192", "journal_mode = OFF", "synchronous = OFF", "temp_store = FILE",
-                       f"cache_size = -{_CACHE_KIB}"):
-            self._conn.execute(f"PRAGMA {pragma}")
+        self._conn = scratch(self.path, "page_size = 8192", "temp_store = FILE", f"cache_size = -{_CACHE_KIB}")
         self._tables: set[str] = set()
         self._pending: dict[str, list[tuple[int, str, int]]] = {}
 
@@ -92,15 +88,9 @@ class SegmentStore:
     def contains(self, table: str, texts: Iterable[str]) -> set[str]:
         """Which of ``texts`` are in the table."""
         self._flush(self._table(table))
-        texts = list(dict.fromkeys(texts))
-        found: set[str] = set()
-        for i in range(0, len(texts), 400):
-            chunk = texts[i:i + 400]
-            rows = self._conn.execute(f"SELECT text FROM {table} WHERE (len, text) IN "
-                                      f"(VALUES {','.join('(?, ?)' for _ in chunk)})",
-                                      [v for t in chunk for v in (len(t), t)])
-            found.update(r[0] for r in rows)
-        return found
+        rows = select_in(self._conn, f"SELECT text FROM {table} WHERE (len, text) IN (VALUES {{marks}})",
+                         {(len(t), t): None for t in texts})
+        return {r[0] for r in rows}
 
     def close(self) -> None:
         self._conn.close()

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from beirx.argtypes import count_or_all, non_negative_float, non_negative_int, positive_float, positive_int
-from beirx.cache_integrity import WriteTransaction, open_shared_cache
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
 from beirx.progress import progress, skip
+from beirx.sqlite_store import KeyValueCache
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
 from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
 
@@ -49,26 +49,16 @@ class JudgeCache:
     """Valid judgements by key (SQLite shared by concurrent runs, like the translation memory)."""
 
     def __init__(self, path: Path):
-        self._conn = open_shared_cache(path, "judgement cache")
-        with WriteTransaction(self._conn):
-            self._conn.execute("CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, answer TEXT NOT NULL)")
+        self._table = KeyValueCache(path, "judgement cache", "judgements", value="answer")
 
     def get(self, keys: list[str]) -> dict[str, Judgement]:
-        found = {}
-        for start in range(0, len(keys), 500):
-            part = keys[start:start + 500]
-            rows = self._conn.execute(f"SELECT key, answer FROM judgements WHERE key IN ({','.join('?' * len(part))})",
-                                      part)
-            found.update((key, parse(answer)) for key, answer in rows)
-        return found
+        return {key: parse(answer) for key, answer in self._table.get_many(keys).items()}
 
     def put(self, items: dict[str, Judgement]) -> None:
-        with WriteTransaction(self._conn):
-            self._conn.executemany("INSERT OR REPLACE INTO judgements VALUES (?, ?)",
-                                   [(k, json.dumps(j.to_json(), ensure_ascii=False)) for k, j in items.items()])
+        self._table.put_many({k: json.dumps(j.to_json(), ensure_ascii=False) for k, j in items.items()})
 
     def close(self) -> None:
-        self._conn.close()
+        self._table.close()
 
 
 class LLMJudge(QualityMethod):
