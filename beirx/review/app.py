@@ -29,8 +29,8 @@ Safety, since translations are untrusted text and the server may be reachable by
   so a database busy with another annotator's write delays that request alone.
 """
 
-# No "from __future__ import annotations": FastAPI injects the request by the endpoints' evaluated annotations,
-# and Request is imported inside create_app (the extra is optional).
+from __future__ import annotations
+
 import hashlib
 import hmac
 import ipaddress
@@ -38,10 +38,10 @@ import logging
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import parse_qs, unquote
 
 from beirx.errors import require
-from beirx.review.store import ERROR_CATEGORIES, SEVERITIES, Item, ReviewStore
+from beirx.review.store import Item, ReviewStore
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +55,6 @@ ENCODED_CHAR = 12  # the most bytes one character takes in a form post (4 UTF-8 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
-SCALES = {
-    "adequacy": ("Adequacy", "1 none of the meaning · 2 little · 3 much · 4 most · 5 all of it", "12345"),
-    "fluency": ("Fluency", "1 incomprehensible · 2 disfluent · 3 non-native · 4 good · 5 flawless", "qwert"),
-}
 
 
 class Signer:
@@ -106,225 +102,115 @@ def valid_name(name: str) -> str | None:
     return name
 
 
-def create_app(store: ReviewStore, token: str | None = None, languages: tuple[str, str] = ("source", "translation"),
-               host: str = "127.0.0.1", port: int | None = None):
-    """The ASGI app over ``store``, served on ``host``:``port``; ``token`` (optional) is required once per browser."""
-    fastapi = require("fastapi", "review", "the review web app")
-    jinja2 = require("jinja2", "review", "the review web app")
-    from fastapi import Request  # endpoints are typed with it, so FastAPI injects the request
-    from fastapi.responses import HTMLResponse, RedirectResponse
-    from fastapi.staticfiles import StaticFiles
-    from starlette.concurrency import run_in_threadpool
+class Review:
+    """What every route depends on, built once per app: the store, the review's settings (languages, size, the
+    form limit) and its security checks (signed cookies and form tokens, the names it answers to, the access
+    token)."""
 
-    signer = Signer(store.secret())
-    names = host_names(host)
-    hosts = None if names is None else frozenset(v for n in names for v in (n, f"{n}:{port}" if port else n))
-    body_limit = BODY_LIMIT + ENCODED_CHAR * max((correction_limit(i) for i in store.items()), default=0)
-    templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                                   autoescape=jinja2.select_autoescape(["html"], default=True),
-                                   undefined=jinja2.StrictUndefined)
-    size = store.size()
-    app = fastapi.FastAPI(title="beirx review", docs_url=None, redoc_url=None, openapi_url=None)
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    def __init__(self, store: ReviewStore, token: str | None, languages: tuple[str, str], host: str,
+                 port: int | None, templates):
+        self.store, self.token, self.languages, self.templates = store, token, languages, templates
+        self.signer = Signer(store.secret())
+        self.names = host_names(host)
+        self.hosts = None if self.names is None else frozenset(v for n in self.names
+                                                               for v in (n, f"{n}:{port}" if port else n))
+        self.body_limit = BODY_LIMIT + ENCODED_CHAR * max((correction_limit(i) for i in store.items()), default=0)
+        self.size = store.size()
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
-        sid = request.cookies.get(SID)
-        fresh = not (sid and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid))
-        request.state.sid = secrets.token_hex(16) if fresh else sid
-        try:
-            response = gate(request)
-            if response is None:
-                response = await call_next(request)
-        except Exception:  # a bug: logged, and the refusal still carries the headers below
-            log.exception("the review app failed on %s %s", request.method, request.url.path)
-            response = _html(templates, "denied.html", status=500, reason="the server failed; see its log")
-        response.headers.update({"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
-                                 "X-Frame-Options": "DENY"})
-        if fresh:
-            response.set_cookie(SID, request.state.sid, httponly=True, samesite="strict")
-        return response
+    def html(self, name: str, status: int = 200, **values: Any):
+        from fastapi.responses import HTMLResponse
 
-    def gate(request: Request):
+        defaults = {"reason": None, "csrf": ""}
+        return HTMLResponse(self.templates.get_template(name).render(**{**defaults, **values}), status_code=status)
+
+    def page(self, request, name: str, status: int = 200, **values: Any):
+        """A page whose forms carry the session's CSRF token."""
+        return self.html(name, status, csrf=self.signer.tag("csrf", request.state.sid), **values)
+
+    def refusal(self, request):
         """The refusal (or the token's redirect) for a request that may not go through, else None."""
-        if hosts is not None and request.headers.get("host", "").lower() not in hosts:
-            return _html(templates, "denied.html", status=400,
-                         reason=f"this review answers only as {', '.join(names)} (the address it was started on)")
+        from fastapi.responses import RedirectResponse
+
+        if self.hosts is not None and request.headers.get("host", "").lower() not in self.hosts:
+            return self.html("denied.html", status=400, reason=f"this review answers only as {', '.join(self.names)} "
+                                                               "(the address it was started on)")
         length = request.headers.get("content-length", "0")
         if not length.isascii() or not length.isdigit():
-            return _html(templates, "denied.html", status=400, reason="invalid Content-Length")
-        if int(length) > body_limit:
-            return _html(templates, "denied.html", status=413, reason=_too_large(body_limit))
-        if token is not None:
+            return self.html("denied.html", status=400, reason="invalid Content-Length")
+        if int(length) > self.body_limit:
+            return self.html("denied.html", status=413, reason=_too_large(self.body_limit))
+        if self.token is not None:
             given = request.query_params.get("token")
-            if given is not None and same_secret(given, token):
+            if given is not None and same_secret(given, self.token):
                 response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-                response.set_cookie(ACCESS, signer.tag("access", token), httponly=True, samesite="strict")
+                response.set_cookie(ACCESS, self.signer.tag("access", self.token), httponly=True, samesite="strict")
                 return response
-            if not signer.check(request.cookies.get(ACCESS), "access", token):
-                return _html(templates, "denied.html", status=401)
-        if request.method == "POST" and not _same_origin(request, hosts):
-            return _html(templates, "denied.html", status=403, reason="cross-site form post refused")
+            if not self.signer.check(request.cookies.get(ACCESS), "access", self.token):
+                return self.html("denied.html", status=401)
+        if request.method == "POST" and not _same_origin(request, self.hosts):
+            return self.html("denied.html", status=403, reason="cross-site form post refused")
         return None
 
-    def session(request: Request) -> str:
-        return request.state.sid
+    def annotator(self, request) -> str | None:
+        """The annotator named by the request's cookie when its tag matches the session, else None."""
+        name, _, tag = unquote(request.cookies.get(ANNOTATOR) or "").rpartition("\x1f")
+        return name if name and self.signer.check(tag, "annotator", request.state.sid, name) else None
 
-    def annotator(request: Request) -> str | None:
-        sid = session(request)
-        raw = request.cookies.get(ANNOTATOR) or ""
-        name, _, tag = unquote(raw).rpartition("\x1f")
-        return name if name and signer.check(tag, "annotator", sid, name) else None
-
-    async def form(request: Request):
+    async def form(self, request):
         """``(fields, None)``, or ``(None, refusal)`` when the form is too large or its CSRF token does not match
         the session (read here, on the event loop: the body is bounded and no database is touched)."""
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
-            if len(body) > body_limit:  # a body sent without its length
-                return None, page(request, "denied.html", status=413, reason=_too_large(body_limit))
+            if len(body) > self.body_limit:  # a body sent without its length
+                return None, self.page(request, "denied.html", status=413, reason=_too_large(self.body_limit))
         fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True).items()}
-        if not signer.check(fields.get("csrf"), "csrf", session(request)):
-            return None, page(request, "denied.html", status=403, reason="the form expired: reload the page")
+        if not self.signer.check(fields.get("csrf"), "csrf", request.state.sid):
+            return None, self.page(request, "denied.html", status=403, reason="the form expired: reload the page")
         return fields, None
 
-    def page(request: Request, name: str, status: int = 200, **values: Any):
-        return _html(templates, name, status, csrf=signer.tag("csrf", session(request)), **values)
 
-    def next_unrated(who: str, after: int = 0) -> int | None:
-        done = store.rated_positions(who)
-        order = list(range(after + 1, size + 1)) + list(range(1, after + 1))
-        return next((p for p in order if p not in done), None)
+def create_app(store: ReviewStore, token: str | None = None, languages: tuple[str, str] = ("source", "translation"),
+               host: str = "127.0.0.1", port: int | None = None):
+    """The ASGI app over ``store``, served on ``host``:``port``; ``token`` (optional) is required once per browser.
+    The routes (:mod:`beirx.review.routes`) get the :class:`Review` as a dependency; every request passes
+    :func:`guard` first."""
+    fastapi = require("fastapi", "review", "the review web app")
+    jinja2 = require("jinja2", "review", "the review web app")
+    from fastapi.staticfiles import StaticFiles
 
-    @app.get("/", response_class=HTMLResponse)
-    def home(request: Request):
-        who = annotator(request)
-        if who is None:
-            return page(request, "login.html", size=size, error=None)
-        target = next_unrated(who)
-        return RedirectResponse(f"/items/{target}" if target else "/done", status_code=303)
+    from beirx.review.routes import router
 
-    @app.post("/login")
-    async def login(request: Request):
-        fields, refusal = await form(request)
-        if refusal is not None:
-            return refusal
-        name = valid_name(fields.get("name", ""))
-        if name is None:
-            return page(request, "login.html", status=400, size=size,
-                        error=f"enter a name of 1 to {MAX_NAME} printable characters")
-        response = RedirectResponse("/", status_code=303)
-        tag = signer.tag("annotator", session(request), name)
-        response.set_cookie(ANNOTATOR, quote(f"{name}\x1f{tag}"), httponly=True, samesite="strict")
-        return response
-
-    @app.post("/logout")
-    async def logout(request: Request):
-        refusal = (await form(request))[1]
-        if refusal is not None:
-            return refusal
-        response = RedirectResponse("/", status_code=303)
-        response.delete_cookie(ANNOTATOR)
-        return response
-
-    def item_page(request: Request, item: Item, who: str, status: int = 200, error: str | None = None,
-                  posted: dict[str, str] | None = None):
-        saved = store.rating(item.position, who)
-        title, text = _split(item)
-        corrected = (saved.correction if saved else None) or {}
-        values = {"adequacy": str(saved.adequacy) if saved else "", "fluency": str(saved.fluency) if saved else "",
-                  "errors": dict(saved.errors) if saved else {},
-                  "correction_title": corrected.get("title", title), "correction_text": corrected.get("text", text)}
-        if posted is not None:
-            values.update(adequacy=posted.get("adequacy", ""), fluency=posted.get("fluency", ""),
-                          errors={c: posted.get(f"error_{c}", "") for c in ERROR_CATEGORIES},
-                          correction_title=posted.get("correction_title", title),
-                          correction_text=posted.get("correction_text", text))
-        mine = len(store.rated_positions(who))
-        return page(request, "item.html", status, item=item, who=who, size=size, mine=mine, saved=saved,
-                    total_ratings=store.rating_count(), languages=languages, scales=SCALES,
-                    categories=ERROR_CATEGORIES, severities=SEVERITIES, values=values, error=error,
-                    has_title=bool(item.title), previous=item.position - 1 if item.position > 1 else None,
-                    next=item.position + 1 if item.position < size else None)
-
-    def item_at(request: Request, position: str):
-        """``(item, None)``, or ``(None, 404 page)`` for a number that is not an item's (any text, any size)."""
-        number = int(position) if position.isascii() and position.isdigit() and len(position) <= 9 else 0
-        item = store.item(number) if 1 <= number <= size else None  # SQLite's integers end at 2**63 - 1
-        if item is None:
-            return None, page(request, "denied.html", status=404, reason=f"there is no item {position[:20]}")
-        return item, None
-
-    @app.get("/items/{position}", response_class=HTMLResponse)
-    def show(request: Request, position: str):
-        who = annotator(request)
-        if who is None:
-            return RedirectResponse("/", status_code=303)
-        item, missing = item_at(request, position)
-        return missing or item_page(request, item, who)
-
-    @app.post("/items/{position}")
-    async def rate(request: Request, position: str):
-        who = annotator(request)
-        fields, refusal = await form(request)
-        if refusal is not None:
-            return refusal
-        if who is None:
-            return page(request, "denied.html", status=403, reason="the form expired: reload the page")
-        return await run_in_threadpool(save, request, position, who, fields)
-
-    def save(request: Request, position: str, who: str, fields: dict[str, str]):
-        """Check and store one rating (in a worker thread: the database may wait for another writer)."""
-        item, missing = item_at(request, position)
-        if missing is not None:
-            return missing
-        adequacy, fluency = fields.get("adequacy", ""), fields.get("fluency", "")
-        if adequacy not in tuple("12345") or fluency not in tuple("12345"):
-            return item_page(request, item, who, status=400, error="rate both adequacy and fluency (1-5)",
-                             posted=fields)
-        correction = _correction(item, fields)
-        length = sum(map(len, (correction or {}).values()))
-        if length > correction_limit(item):
-            return item_page(request, item, who, status=400, posted=fields,
-                             error=f"the correction has {length} characters; at most {correction_limit(item)} are "
-                                   f"accepted for this item ({CORRECTION_FACTOR} times its text plus "
-                                   f"{CORRECTION_SLACK}): nothing was saved")
-        errors = {c: fields[f"error_{c}"] for c in ERROR_CATEGORIES if fields.get(f"error_{c}") in SEVERITIES}
-        store.save_rating(item.position, who, int(adequacy), int(fluency), errors, correction)
-        target = next_unrated(who, item.position)
-        return RedirectResponse(f"/items/{target}" if target else "/done", status_code=303)
-
-    @app.get("/done", response_class=HTMLResponse)
-    def done(request: Request):
-        who = annotator(request)
-        if who is None:
-            return RedirectResponse("/", status_code=303)
-        rated = store.rated_positions(who)
-        return page(request, "done.html", who=who, size=size, mine=len(rated),
-                    unrated=[p for p in range(1, size + 1) if p not in rated])
-
+    templates = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                                   autoescape=jinja2.select_autoescape(["html"], default=True),
+                                   undefined=jinja2.StrictUndefined)
+    app = fastapi.FastAPI(title="beirx review", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.review = Review(store, token, languages, host, port, templates)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.middleware("http")(guard)
+    app.include_router(router)
     return app
 
 
-def _split(item: Item) -> tuple[str, str]:
-    """``(title, text)`` of the translation as the correction boxes show it."""
-    if item.title and item.translation.startswith(item.title):
-        return item.title, item.translation[len(item.title):].lstrip()
-    return "", item.translation
-
-
-def _correction(item: Item, fields: dict[str, str]) -> dict[str, str] | None:
-    """The typed correction, or None when the boxes still hold the machine translation."""
-    title, text = _split(item)
-    new_text = fields.get("correction_text", text).strip()
-    new_title = fields.get("correction_title", title).strip() if item.title else None
-    if new_text == text.strip() and (new_title is None or new_title == title.strip()):
-        return None
-    if not new_text:
-        return None
-    return {"text": new_text} | ({"title": new_title} if new_title is not None else {})
+async def guard(request, call_next):
+    """Every request: a session cookie, the checks of :meth:`Review.refusal`, and the security headers (on a
+    refusal and on a failure too)."""
+    review: Review = request.app.state.review
+    sid = request.cookies.get(SID)
+    fresh = not (sid and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid))
+    request.state.sid = secrets.token_hex(16) if fresh else sid
+    try:
+        response = review.refusal(request)
+        if response is None:
+            response = await call_next(request)
+    except Exception:  # a bug: logged, and the refusal still carries the headers below
+        log.exception("the review app failed on %s %s", request.method, request.url.path)
+        response = review.html("denied.html", status=500, reason="the server failed; see its log")
+    response.headers.update({"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+                             "Referrer-Policy": "no-referrer", "Cache-Control": "no-store", "X-Frame-Options": "DENY"})
+    if fresh:
+        response.set_cookie(SID, request.state.sid, httponly=True, samesite="strict")
+    return response
 
 
 def _same_origin(request, hosts: frozenset[str] | None) -> bool:
@@ -347,10 +233,3 @@ def _same_origin(request, hosts: frozenset[str] | None) -> bool:
 
 def _too_large(limit: int) -> str:
     return f"the form is larger than {limit} bytes, the most this review accepts: nothing was saved"
-
-
-def _html(templates, name: str, status: int = 200, **values: Any):
-    from fastapi.responses import HTMLResponse
-
-    defaults = {"reason": None, "csrf": ""}
-    return HTMLResponse(templates.get_template(name).render(**{**defaults, **values}), status_code=status)

@@ -1,7 +1,9 @@
-"""Run the review web app with uvicorn (one process; FastAPI runs each request in a worker thread).
+"""Run the review web app with uvicorn, on a socket bound beforehand.
 
-The port is bound before anything is printed (:func:`listen`), so a port in use is a clear error (exit 2)
-instead of a link to a server that never started; uvicorn then serves on that very socket.
+``beirx review`` binds the port (:func:`listen`) before it writes or prints anything, so a port in use is a clear
+error (exit 2) instead of a link to a server that never started; uvicorn then serves on that very socket. One
+process, one event loop: the pages that read the database run in FastAPI's worker threads, and the form posts
+read their bounded bodies on the event loop and save in a worker thread (:mod:`beirx.review.routes`).
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(store: ReviewStore, sock: socket.socket, host: str, token: str | None, languages: tuple[str, str]) -> None:
-    """Serve on ``sock`` (from :func:`listen` on ``host``) until interrupted. Binding beyond this machine
-    without an access token is refused."""
+    """Serve on ``sock`` (from :func:`listen` on ``host``) until interrupted. Serving beyond this machine without
+    an access token is refused (the command refuses it before binding; this is the last guard)."""
     uvicorn = require("uvicorn", "review", "the review web app")
     if not is_loopback(host) and not token:
         raise BeirxError(f"refusing to serve the review on {host} without an access token")
