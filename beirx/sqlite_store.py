@@ -218,7 +218,22 @@ def select_in(conn: sqlite3.Connection, query: str, keys: Iterable[Any], fixed: 
         yield from conn.execute(query.format(marks=",".join([mark] * len(chunk))), [*fixed, *values])
 
 
-class KeyValueCache:
+class Database:
+    """An open SQLite file (``self._conn``), closed by :meth:`close` or at the end of a ``with`` block."""
+
+    _conn: sqlite3.Connection
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class KeyValueCache(Database):
     """One table of ``key -> value`` in a shared database (:func:`connect`): looked up and stored many at a time.
 
     ``table``, ``key`` and ``value`` name the table and its columns (``key_type``, ``value_type`` their SQL
@@ -232,22 +247,19 @@ class KeyValueCache:
             raise ValueError(f"bad table or column name in {(table, key, value)!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = connect(self.path, what)
+        self._conn = connect(self.path, what)
         self._table, self._key, self._value = table, key, value
-        with WriteTransaction(self.conn):
-            self.conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({key} {key_type} PRIMARY KEY, {value} {value_type})")
+        with WriteTransaction(self._conn):
+            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({key} {key_type} PRIMARY KEY, {value} {value_type})")
 
     def get_many(self, keys: Iterable[Any]) -> dict[Any, Any]:
         """``{key: value}`` for the keys stored."""
-        return dict(select_in(self.conn, f"SELECT {self._key}, {self._value} FROM {self._table} "
+        return dict(select_in(self._conn, f"SELECT {self._key}, {self._value} FROM {self._table} "
                                          f"WHERE {self._key} IN ({{marks}})", dict.fromkeys(keys)))
 
     def put_many(self, items: Mapping[Any, Any]) -> None:
-        with WriteTransaction(self.conn):
-            self.conn.executemany(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)", items.items())
+        with WriteTransaction(self._conn):
+            self._conn.executemany(f"INSERT OR REPLACE INTO {self._table} VALUES (?, ?)", items.items())
 
     def __len__(self) -> int:
-        return self.conn.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0]
-
-    def close(self) -> None:
-        self.conn.close()
+        return self._conn.execute(f"SELECT COUNT(*) FROM {self._table}").fetchone()[0]

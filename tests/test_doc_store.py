@@ -62,3 +62,11 @@ def test_duplicate_ids_and_bad_lines_name_file_and_line(tmp_path):
     with pytest.raises(DataError, match=r"corpus\.jsonl:2: malformed corpus line"):
         DocStore(path, tmp_path / "idx")
     assert not list((tmp_path / "idx").glob("*"))  # nothing half-built is left behind
+
+
+@pytest.mark.parametrize("folder", ["idx #1", "idx?v=2", "idx%20"])
+def test_an_index_folder_with_uri_characters_opens(tmp_path, folder):
+    """The read-only index is opened by URI: a folder name holding '#', '?' or '%' is still that folder."""
+    path = write(tmp_path / "corpus.jsonl", DOCS)
+    with DocStore(path, tmp_path / folder) as store:
+        assert store["d1"].title == "Cats" and len(store) == 3

@@ -34,7 +34,7 @@ from test_verification import AGREE
 
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
-from beirx.review import app as review_app
+from beirx.review import security
 from beirx.review.store import ReviewStore
 
 pytest.importorskip("fastapi")
@@ -150,7 +150,7 @@ def test_non_ascii_cookie_csrf_and_token_are_clean_refusals(served):
 def test_bodies_and_corrections_are_bounded(served):
     dataset, server = served
     items = ReviewStore.in_folder(dataset).items()
-    body_limit = review_app.BODY_LIMIT + review_app.ENCODED_CHAR * max(map(review_app.correction_limit, items))
+    body_limit = security.BODY_LIMIT + security.ENCODED_CHAR * max(map(security.correction_limit, items))
     client = Client(server.port)
     client.login("Ben")
     csrf = client.csrf("/items/1")
@@ -168,7 +168,7 @@ def test_bodies_and_corrections_are_bounded(served):
     assert _ratings(dataset) == before
 
     item = items[0]
-    limit = review_app.correction_limit(item)
+    limit = security.correction_limit(item)
     assert limit == 4 * max(len(item.source), len(item.translation)) + 2000
     title = {"correction_title": item.title} if item.title else {}
     status, _, text = client.rate(1, csrf, {"correction_text": "z" * (limit + 1 - len(item.title)), **title})
@@ -463,10 +463,10 @@ def test_verified_only_while_the_data_is_what_was_reviewed_or_applied(tmp_path):
 
 
 def test_the_names_a_review_answers_to():
-    assert review_app.host_names("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
-    assert review_app.host_names("::1") == ("127.0.0.1", "localhost", "[::1]")
-    assert review_app.host_names("192.168.1.5") == ("127.0.0.1", "localhost", "[::1]", "192.168.1.5")
-    assert review_app.host_names("fe80::1") == ("127.0.0.1", "localhost", "[::1]", "[fe80::1]")
-    assert review_app.host_names("Review.Example.org") == ("127.0.0.1", "localhost", "[::1]", "review.example.org")
+    assert security.host_names("127.0.0.1") == ("127.0.0.1", "localhost", "[::1]")
+    assert security.host_names("::1") == ("127.0.0.1", "localhost", "[::1]")
+    assert security.host_names("192.168.1.5") == ("127.0.0.1", "localhost", "[::1]", "192.168.1.5")
+    assert security.host_names("fe80::1") == ("127.0.0.1", "localhost", "[::1]", "[fe80::1]")
+    assert security.host_names("Review.Example.org") == ("127.0.0.1", "localhost", "[::1]", "review.example.org")
     for wildcard in ("0.0.0.0", "::"):  # every interface: the names are unknown, the access token is required
-        assert review_app.host_names(wildcard) is None
+        assert security.host_names(wildcard) is None

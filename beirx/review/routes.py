@@ -15,8 +15,8 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from beirx.review.app import ANNOTATOR, CORRECTION_FACTOR, CORRECTION_SLACK, MAX_NAME, Review, correction_limit, \
-    valid_name
+from beirx.review.security import ANNOTATOR, CORRECTION_FACTOR, CORRECTION_SLACK, MAX_NAME, Review, \
+    correction_limit, valid_name
 from beirx.review.store import ERROR_CATEGORIES, SEVERITIES, Item
 
 SCALES = {

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from beirx.sqlite_store import WriteTransaction, connect, select_in
+from beirx.sqlite_store import Database, WriteTransaction, connect, select_in
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS generators (key TEXT PRIMARY KEY, description TEXT NOT NULL)",
@@ -38,7 +38,7 @@ def generator_key(description: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-class QueryCache:
+class QueryCache(Database):
     """``with QueryCache(path) as c: key = c.register(desc); c.lookup(key, docs); c.add(key, rows)``."""
 
     def __init__(self, path: Path | str):
@@ -73,12 +73,3 @@ class QueryCache:
 
     def count(self, generator: str) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM queries WHERE generator = ?", (generator,)).fetchone()[0]
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> QueryCache:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from beirx.sqlite_store import WriteTransaction, connect, select_in
+from beirx.sqlite_store import Database, WriteTransaction, connect, select_in
 from beirx.translate.segment_store import pid_alive
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def system_key(description: dict[str, Any], src: str, tgt: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
-class TranslationMemory:
+class TranslationMemory(Database):
     """``with TranslationMemory(path) as tm: key = tm.register(describe, src, tgt); tm.lookup(key, segs)``."""
 
     def __init__(self, path: Path | str, lease_seconds: float = LEASE_SECONDS):
@@ -209,12 +209,3 @@ class TranslationMemory:
         if system is None:
             return self._conn.execute("SELECT COUNT(*) FROM segments").fetchone()[0]
         return self._conn.execute("SELECT COUNT(*) FROM segments WHERE system = ?", (system,)).fetchone()[0]
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> TranslationMemory:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

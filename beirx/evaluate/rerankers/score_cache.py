@@ -34,9 +34,9 @@ class PairScoreCache(KeyValueCache):
     def __init__(self, path: Path | str, identity: dict[str, Any]):
         super().__init__(path, "reranker score cache", "scores", key="pair", value="score", key_type="BLOB",
                          value_type="REAL NOT NULL")
-        with WriteTransaction(self.conn):
-            self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)",
+        with WriteTransaction(self._conn):
+            self._conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('identity', ?)",
                               (json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str),))
 
     @classmethod
