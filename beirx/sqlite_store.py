@@ -250,7 +250,8 @@ class KeyValueCache(Database):
         self._conn = connect(self.path, what)
         self._table, self._key, self._value = table, key, value
         with WriteTransaction(self._conn):
-            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} ({key} {key_type} PRIMARY KEY, {value} {value_type})")
+            self._conn.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                               f"({key} {key_type} PRIMARY KEY, {value} {value_type})")
 
     def get_many(self, keys: Iterable[Any]) -> dict[Any, Any]:
         """``{key: value}`` for the keys stored."""
