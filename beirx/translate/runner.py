@@ -26,7 +26,6 @@ from beirx.errors import BeirxError
 from beirx.translate import budget, pipeline
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.backends.base import Translator
-from beirx.translate.llm.batch import POLL_SECONDS
 from beirx.translate.similarity import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
@@ -63,7 +62,8 @@ class TranslateRequest:
     gpus_per_worker: float = 0.0
     max_cost: float | None = None
     batch: bool = False
-    batch_poll: float = POLL_SECONDS
+    batch_poll: float | None = None
+    """Seconds between two looks at a batch in flight (default: the Batch executor's)."""
     quality: bool = True
     quality_encoder: str = DEFAULT_ENCODER
     quality_max_items: int | None = None
@@ -189,7 +189,7 @@ def executor_for(request: TranslateRequest, translator: Translator) -> Iterator[
         shard = f"-shard-{request.shard.replace('/', '-of-')}" if request.shard else ""
         state = request.memory_path().parent / "batches" / \
             f"{system_key(translator.describe(), request.src, request.lang)}{shard}.json"
-        yield BatchExecutor(translator, state, request.batch_poll)
+        yield BatchExecutor(translator, state, **({"poll_seconds": request.batch_poll} if request.batch_poll else {}))
         return
     if request.executor == "local":
         yield make_executor("local", translator)

@@ -106,10 +106,8 @@ class LLMTranslator(Translator):
         group.add_argument("--batch", action="store_true",
                            help="openai: send the units through the OpenAI Batch API (about half price on hosted "
                                 "APIs, done within 24 h); a rerun resumes the batch in flight")
-        from beirx.translate.llm.batch import POLL_SECONDS  # the Batch executor's module imports this one
-
-        group.add_argument("--batch-poll", type=positive_float, default=POLL_SECONDS, metavar="SECONDS",
-                           help=f"how often --batch asks whether the batch is done (default {POLL_SECONDS:g})")
+        group.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the Batch executor's
+                           help="how often --batch asks whether the batch is done (default 30)")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
