@@ -101,6 +101,8 @@ def open_translator(request: TranslateRequest) -> Translator:
 
 
 def backend_options(request: TranslateRequest, translator_class: type[Translator]) -> dict[str, Any]:
+    """The backend's options: ``--max-cost`` for one that declares a ``max_cost`` option (an LLM backend stops
+    itself before crossing it), then the request's own (a ``--translator-option`` wins)."""
     own_cap = request.max_cost is not None and "max_cost" in translator_class.declared_options()
     return {**({"max_cost": request.max_cost} if own_cap else {}), **request.options}
 
