@@ -18,6 +18,10 @@ file (any scheduler can run the N commands), ``--assemble`` merges them and writ
 LLM translators (``openai``: any OpenAI-compatible server; ``hf-llm``: a local causal LM) translate whole
 documents, validate every answer, retry, fall back (``--fallback``) or flag (``translation_flags.jsonl``);
 see :mod:`beirx.translate.llm`.
+
+The command only parses and reports: the flags become one :class:`~beirx.translate.runner.TranslateRequest`
+(each backend's own flags, declared by its class, become its options),
+:func:`beirx.translate.runner.run_translation` runs it, and the result is printed.
 """
 
 from __future__ import annotations
