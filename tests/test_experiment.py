@@ -8,7 +8,7 @@ import pytest
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate.outputs import result_stem
-from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.runner import evaluate_system, run_experiment
 from beirx.evaluate.stages import Stages
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
@@ -91,10 +91,10 @@ def test_rerankers_see_identical_candidates_and_are_cached(tiny_dataset, tmp_pat
     stages = Stages(ds, Pack(), "test", top_k=10, show_progress=False)
     a = RerankSpec(BM25_FLAT, "test-overlap", {"model": "overlap-v1"}, depth=2)
     b = RerankSpec(BM25_FLAT, "test-overlap", {"model": "alt"}, depth=2)
-    out_a = run_experiment(ds, Pack(), "test", a, tmp_path, top_k=10, stages=stages)
+    out_a = evaluate_system(stages, a, tmp_path)
     seen_a = sorted(overlap_reranker.calls)
     overlap_reranker.calls = []
-    out_b = run_experiment(ds, Pack(), "test", b, tmp_path, top_k=10, stages=stages)
+    out_b = evaluate_system(stages, b, tmp_path)
     seen_b = sorted(overlap_reranker.calls)
     first = stages.run(BM25_FLAT).run
     top2 = {q: list(truncate(first, 2)[q]) for q in first}
@@ -146,7 +146,7 @@ def test_fusion_system_uses_the_component_runs(tiny_dataset, tmp_path):
     ds = BeirDataset(tiny_dataset, name="tiny")
     stages = Stages(ds, Pack(), "test", top_k=3, show_progress=False)
     spec = FusionSpec([BM25, BM25_FLAT], "arithmetic", "l2", [0.3, 0.7])
-    out = run_experiment(ds, Pack(), "test", spec, tmp_path, top_k=3, stages=stages)
+    out = evaluate_system(stages, spec, tmp_path)
     expected = truncate(fuse([stages.run(BM25).run, stages.run(BM25_FLAT).run], "arithmetic", "l2", [0.3, 0.7]), 3)
     assert read_trec(out.run_path) == {q: d for q, d in expected.items() if d}
     system = out.results.system.description
@@ -166,7 +166,7 @@ def test_cross_lingual_pair_takes_queries_from_one_version_and_corpus_from_the_o
     stages = Stages(corpus_en, Pack(), "test", top_k=5, show_progress=False, query_dataset=queries_pl)
     assert {q: x.text for q, x in stages.queries.items()} == {x["_id"]: x["text"] for x in pl}
     assert stages.qrels == corpus_en.qrels("test")
-    out = run_experiment(corpus_en, Pack(), "test", BM25_FLAT, tmp_path / "out", top_k=5, stages=stages)
+    out = evaluate_system(stages, BM25_FLAT, tmp_path / "out")
     assert out.results_path.name == result_stem(corpus_en, "test", BM25_FLAT.tag(), "pl") + ".json"
     assert out.results_path.name.startswith("tiny-pl2en-test-")
     assert out.results.dataset.language == "en" and out.results.dataset.query_language == "pl"

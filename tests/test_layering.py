@@ -163,7 +163,8 @@ def test_subsets_is_a_stage_after_evaluate_and_suites_sit_above_the_stages():
     assert {"beirx.subsets.cut", "beirx.translate.pipeline", "beirx.publish.mteb_benchmark"} <= suites
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["subset", "--help"], ["suite", "--help"]])
+@pytest.mark.parametrize("argv", [["--help"], ["eval", "--help"], ["translate", "--help"], ["subset", "--help"],
+                                  ["suite", "--help"]])
 def test_help_imports_no_heavy_library(argv):
     code = ("import json, runpy, sys\n"
             f"sys.argv = ['beirx', *{argv!r}]\n"
@@ -292,3 +293,64 @@ def test_dense_and_quality_share_one_loaded_model(e5_small):
         pytest.skip("on CUDA the dense retriever loads fp16 weights, a different entry")
     assert dense.model() is encoder._load()
     loaded.clear()
+
+
+# -- a new stage plugs in whole: one module plus one registry line --------------------------------------------
+def test_a_new_translator_is_one_module_plus_one_registry_line(tiny_dataset, tmp_path, monkeypatch, capsys):
+    """tests/toy_translator.py declares its flag and its option; registering it is the only other change: the
+    flag shows in ``beirx translate --help`` (in its own group), and it translates a dataset end to end."""
+    from beirx.cli import main
+    from beirx.translate.backends import TRANSLATORS
+
+    monkeypatch.setitem(TRANSLATORS._entries, "toy", "tests.toy_translator:ToyTranslator")
+    monkeypatch.setenv("COLUMNS", "120")  # argparse wraps the help to the terminal
+    assert main(["translate", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    assert "toy (--translator toy):\n  --toy-prefix TOY_PREFIX" in help_text
+    assert help_text.count("\n  --toy-prefix") == 1 and "hf-llm, toy (default hf)" in help_text
+    # flags a base class declares come once, in one group naming every backend that takes them
+    assert help_text.count("\n  --base-url") == 1 and "\nLLM translators (openai, hf-llm):\n" in help_text
+    out = tmp_path / "out"
+    assert main(["translate", "--dataset", str(tiny_dataset), "--lang", "es", "--translator", "toy",
+                 "--toy-prefix", "> ", "--output", str(out), "--memory", str(tmp_path / "tm.sqlite"), "--no-quality",
+                 "--no-progress"]) == 0
+    corpus = [json.loads(line) for line in (out / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(d["_id"], d["title"], d["text"]) for d in corpus] == [
+        ("d1", "> CATS", "> CATS ARE SMALL DOMESTIC ANIMALS THAT HUNT MICE."),
+        ("d2", "> DOGS", "> DOGS ARE LOYAL ANIMALS AND GOOD COMPANIONS."),
+        ("d3", "> MICE", "> MICE ARE SMALL RODENTS; CATS HUNT THEM AT NIGHT."),
+        ("d4", "", "> WHALES ARE THE LARGEST ANIMALS IN THE OCEAN."),
+        ("d5", "> BIRDS", "> BIRDS CAN FLY AND SING.")]
+    queries = [json.loads(line)["text"] for line in (out / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert queries == ["> WHICH ANIMALS HUNT MICE", "> LARGEST OCEAN ANIMAL", "> LOYAL COMPANION DOG",
+                       "> UNJUDGED QUERY"]
+    assert (out / "qrels" / "test.tsv").read_bytes() == (tiny_dataset / "qrels" / "test.tsv").read_bytes()
+    manifest = json.loads((out / "translation.json").read_text(encoding="utf-8"))
+    assert manifest["translator"] == {"backend": "toy", "prefix": "> "}
+    assert f"{out}: 5 documents, 4 queries translated en->es with toy" in capsys.readouterr().out
+
+
+def test_a_new_pairwise_reranker_is_one_module_plus_one_registry_line(tiny_dataset, tmp_path, monkeypatch, capsys):
+    """tests/toy_reranker.py declares its flags and scores pairs; registering it is the only other change:
+    ``beirx eval --reranker toy`` reranks BM25's candidates with it."""
+    from beirx.cli import main
+    from beirx.evaluate.rerankers import RERANKERS
+    from beirx.evaluate.runs import read_trec
+
+    monkeypatch.setitem(RERANKERS._entries, "toy", "tests.toy_reranker:ToyReranker")
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["eval", "--help"]) == 0
+    assert "toy (--reranker toy):\n  --toy-boost WORD" in capsys.readouterr().out
+    out = tmp_path / "runs"
+    assert main(["eval", "--dataset", str(tiny_dataset), "--lang", "en", "--retriever", "bm25", "--fields", "flat",
+                 "--reranker", "toy", "--reranker-model", "words", "--toy-boost", "whales", "--first-stage", "bm25",
+                 "--output", str(out), "--no-progress"]) == 0
+    [run_file] = [p for p in out.glob("*.trec") if "rerank_toy" in p.name]
+    run = read_trec(run_file)
+    # distinct query words in each BM25 candidate, + 10 for "whales" (d4); worked out by hand from TINY_CORPUS
+    assert run["q1"] == {"d1": 3.0, "d3": 2.0, "d2": 1.0, "d4": 11.0}  # which animals hunt mice
+    assert run["q2"] == {"d4": 12.0, "d1": 0.0, "d2": 0.0}  # largest, ocean (BM25 also matched "animals")
+    assert run["q3"] == {"d2": 1.0}  # loyal ("dogs", "companions" match BM25's stems, not these words)
+    results = json.loads(run_file.with_suffix(".json").read_text(encoding="utf-8"))
+    assert results["system"]["description"]["reranker"] == {"reranker": "toy", "model": "words", "boost": "whales",
+                                                            "boost_score": 10.0}

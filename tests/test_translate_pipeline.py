@@ -342,10 +342,10 @@ def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
     """A batch leased by a live holder is skipped, and picked up from the memory once the holder commits it."""
     import threading
 
-    from beirx.translate import pipeline
+    from beirx.translate import batches
     from beirx.translate.shards import batch_key
 
-    monkeypatch.setattr(pipeline, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(batches, "POLL_SECONDS", 0.05)
     probe = Reverser()
     with TranslationMemory(tmp_path / "probe.sqlite") as tm:
         translate_dataset(source, tmp_path / "probe", probe, tm, progress=False)

@@ -43,12 +43,17 @@ class Outcome:
 def run_experiment(dataset: BeirDataset, pack: LanguagePack, split: str, system: System, output_dir: Path,
                    top_k: int = defaults.TOP_K, k_values=DEFAULT_K, ignore_identical_ids: bool = False,
                    show_progress: bool = True, use_cache: bool = True, query_dataset: BeirDataset | None = None,
-                   stages: Stages | None = None, language_source: str | None = None) -> Outcome:
-    """Compute ``system``'s run (reusing ``stages``), evaluate it with pytrec_eval, and write both files."""
-    if stages is None:
-        stages = Stages(dataset, pack, split, top_k, ignore_identical_ids, show_progress, use_cache, query_dataset)
-    elif (stages.dataset, stages.split, stages.top_k) != (dataset, split, top_k):
-        raise ValueError("run_experiment: dataset, split and top_k must be those of the given stages")
+                   language_source: str | None = None) -> Outcome:
+    """Evaluate one system on its own (:func:`evaluate_system` on new :class:`~beirx.evaluate.stages.Stages`)."""
+    stages = Stages(dataset, pack, split, top_k, ignore_identical_ids, show_progress, use_cache, query_dataset)
+    return evaluate_system(stages, system, output_dir, k_values, language_source)
+
+
+def evaluate_system(stages: Stages, system: System, output_dir: Path, k_values=DEFAULT_K,
+                    language_source: str | None = None) -> Outcome:
+    """Compute ``system``'s run with ``stages`` (their corpus, queries, split, top k and settings; runs that
+    other systems share are computed once), evaluate it with pytrec_eval, and write both files."""
+    dataset, pack, split, top_k = stages.dataset, stages.pack, stages.split, stages.top_k
     ignore_identical_ids = stages.ignore_identical_ids
     stage = stages.run(system)
     timer = Timer()
@@ -113,9 +118,7 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
         stages = Stages(corpus, pack, split, plan.top_k, ignore, show_progress, use_cache, query_dataset=queries)
         for name, system in plan.systems.items():
             log.info("%s [%s/%s] %s", corpus.name, pair.label, split, name)
-            outcome = run_experiment(corpus, pack, split, system, output, top_k=plan.top_k,
-                                     ignore_identical_ids=ignore, show_progress=show_progress, use_cache=use_cache,
-                                     query_dataset=queries, stages=stages, language_source=lang_source)
+            outcome = evaluate_system(stages, system, output, language_source=lang_source)
             if on_result:
                 on_result(outcome)
             rows.append(Row(corpus.name, pair.label, split, system.label(), outcome.results.metrics,

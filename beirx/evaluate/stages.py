@@ -111,7 +111,7 @@ class Stages:
         indexes and embeddings), so their timings and flags mean what they say.
         """
         reuse_runs = reuse_runs and self.use_cache and isinstance(system, (SystemSpec, FusionSpec))
-        key = f"{reuse_runs}:{system!r}"
+        key = _memo_key(system, reuse_runs)
         if key not in self._memo:
             if isinstance(system, SystemSpec):
                 stage = self._stored(system) if reuse_runs else self._retrieve(system)
@@ -166,7 +166,7 @@ class Stages:
         if run is not None:
             log.info("reusing the stored %s first-stage run %s", spec.retriever, cache.path)
             return Stage(run, {**description, "run_from_cache": True}, timer.seconds)
-        own = f"False:{spec!r}"  # the same system run on its own earlier in this plan, else now (and memoised)
+        own = _memo_key(spec, reuse_runs=False)  # the same system run on its own earlier in this plan, else now
         stage = self._memo[own] if own in self._memo else self._memo.setdefault(own, self._retrieve(spec, retriever))
         cache.put(stage.run, {"system": stage.description})
         return stage
@@ -221,3 +221,9 @@ class Stages:
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
         efficiency = Efficiency.of_rerank(timer.seconds["rerank"], len(self.queries), reranker.device_name)
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)
+
+
+def _memo_key(system: System, reuse_runs: bool) -> str:
+    """The key of ``system``'s run in :class:`Stages`' memo: a run stored for rerankers (``reuse_runs``) and
+    one computed on its own are kept apart, since only the latter's timings mean what they say."""
+    return f"{reuse_runs}:{system!r}"

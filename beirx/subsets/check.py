@@ -31,17 +31,17 @@ from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults
-from beirx.evaluate.runner import run_experiment
+from beirx.evaluate.runner import evaluate_system
 from beirx.evaluate.stages import Stages
 from beirx.evaluate.runs import read_trec, write_trec
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 from beirx.language_packs import get_pack
 from beirx.subsets import fidelity
 from beirx.subsets.fidelity import kendall_tau
+from beirx.subsets.recipe import THRESHOLD
 
 log = logging.getLogger(__name__)
 
-THRESHOLD = 0.9
 METRIC = "NDCG@10"
 
 
@@ -178,8 +178,7 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
         found, queries = [], []
         for side, (dataset, stages) in sides.items():
             on_side = system if side == "full" else restricted(system)
-            outcome = run_experiment(dataset, pack, split, on_side, output / side, top_k=top_k, ignore_identical_ids=ignore,
-                                     show_progress=show_progress, use_cache=use_cache, stages=stages)
+            outcome = evaluate_system(stages, on_side, output / side)
             scores[side].append(outcome.results.metrics[metric])
             found.append(str(outcome.results_path))
             queries.append(outcome.results.per_query_metric(metric))

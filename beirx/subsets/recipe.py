@@ -18,3 +18,5 @@ documents, 12 systems, three seeds), pooling from BM25 alone gave Kendall's tau 
 0.808: a dense system checked on a BM25-only pool is flattered by its missing hard negatives."""
 DEPTH = 100
 """Without ``--depth``: the pool depth asked for (it shrinks, the same for every query and system, to fit)."""
+THRESHOLD = 0.9
+"""Without ``--tau-threshold``: the ranking check warns when the subset's Kendall's tau is below this."""

@@ -52,24 +52,73 @@ Every value is checked when the file is read; errors name the file and the key.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from beirx.checksums import cache_key
-from beirx.subsets.recipe import DEPTH, MAX_DOCS
 from beirx.errors import DataError
+from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, THRESHOLD
+from beirx.translate.planning import FIELDS
 
 QUALITY_STEPS = ("validate", "report")
 _KEYS = {"name", "description", "reference", "contacts", "output", "languages", "source_language", "datasets",
          "subset", "translate", "quality", "publish", "mteb"}
-_SECTIONS = {
-    "subset": {"queries", "pool", "depth", "max_docs", "seed", "stratify", "check", "tau_threshold"},
-    "translate": {"translator", "model", "options", "batch_size", "memory", "cost", "fields", "max_cost"},
-    "quality": {"steps", "encoder", "max_items"},
-    "publish": {"repo", "private"},
-    "mteb": {"evaluate", "batch_size"},
-}
+
+
+# -- the sections: their keys and defaults, here only ---------------------------------------------------------
+@dataclass(frozen=True)
+class SubsetSection:
+    """``[subset]``: the recipe of :func:`beirx.subsets.cut.make_subset` (and the ranking check's systems)."""
+
+    queries: int | None = None
+    pool: list[str] = field(default_factory=lambda: list(POOL))
+    depth: int = DEPTH
+    max_docs: int = MAX_DOCS
+    seed: int = 0
+    stratify: bool = False
+    check: list[str] | None = None
+    tau_threshold: float = THRESHOLD
+
+
+@dataclass(frozen=True)
+class TranslateSection:
+    """``[translate]``: the backend and what a paid run may spend."""
+
+    translator: str
+    model: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    batch_size: int | None = None
+    memory: str | None = None
+    cost: bool = False
+    fields: list[str] = field(default_factory=lambda: list(FIELDS))
+    max_cost: float | None = None
+
+
+@dataclass(frozen=True)
+class QualitySection:
+    """``[quality]``: which checks run, and the report's encoder."""
+
+    steps: list[str] | None = None
+    encoder: str | None = None
+    max_items: int | None = None
+
+
+@dataclass(frozen=True)
+class PublishSection:
+    repo: str | None = None
+    private: bool = False
+
+
+@dataclass(frozen=True)
+class MtebSection:
+    evaluate: list[str] = field(default_factory=list)
+    batch_size: int = 32
+
+
+_SECTIONS = {"subset": SubsetSection, "translate": TranslateSection, "quality": QualitySection,
+             "publish": PublishSection, "mteb": MtebSection}
 
 
 @dataclass
@@ -87,25 +136,29 @@ class Suite:
     output: Path
     languages: list[str]
     datasets: list[SuiteDataset]
+    translate: TranslateSection
     source_language: str = "en"
     description: str | None = None
     reference: str | None = None
     contacts: list[str] | None = None
-    subset: dict[str, Any] | None = None
-    translate: dict[str, Any] = field(default_factory=dict)
-    quality: dict[str, Any] = field(default_factory=dict)
-    publish: dict[str, Any] = field(default_factory=dict)
-    mteb: dict[str, Any] = field(default_factory=dict)
+    subset: SubsetSection | None = None
+    quality: QualitySection = field(default_factory=QualitySection)
+    publish: PublishSection = field(default_factory=PublishSection)
+    mteb: MtebSection = field(default_factory=MtebSection)
+    tables: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    """Each section as the file wrote it (None: no ``[subset]``): what the step fingerprints are made of, so a
+    default filled in here never makes a finished step look changed."""
 
     def fingerprint(self, section: str, *inputs: Any) -> str:
         """What a step depends on: its section of the file and its inputs (checksums)."""
-        return cache_key(section, getattr(self, section), *inputs)
+        return cache_key(section, self.tables.get(section, None if section == "subset" else {}), *inputs)
 
     @property
     def quality_steps(self) -> list[str]:
         """The quality steps: as listed, else validate (and report when an encoder is named)."""
-        default = list(QUALITY_STEPS) if self.quality.get("encoder") else ["validate"]
-        return list(self.quality.get("steps", default))
+        if self.quality.steps is not None:
+            return list(self.quality.steps)
+        return list(QUALITY_STEPS) if self.quality.encoder else ["validate"]
 
 
 def _check(path: Path, ok: bool, message: str) -> None:
@@ -119,11 +172,42 @@ def _strings(path: Path, value: Any, key: str) -> list[str]:
     return list(value)
 
 
-def _int(path: Path, table: dict, key: str, default: Any, minimum: int) -> Any:
-    value = table.get(key, default)
+def _int(path: Path, table: dict, key: str, minimum: int) -> None:
+    value = table.get(key)
     _check(path, value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= minimum),
            f"'{key}' must be an integer >= {minimum}, got {value!r}")
-    return value
+
+
+def _sections(path: Path, data: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each section's table as the file wrote it (``subset``: None when there is none), keys and values checked;
+    what a key left out means is its section's default."""
+    tables: dict[str, dict[str, Any] | None] = {}
+    for section, kind in _SECTIONS.items():
+        table = data.get(section, {})
+        _check(path, isinstance(table, dict), f"[{section}] must be a table")
+        keys = {f.name for f in dataclasses.fields(kind)}
+        extra = set(table) - keys
+        _check(path, not extra, f"[{section}]: unknown keys {sorted(extra)}; expected some of {sorted(keys)}")
+        tables[section] = data.get(section, None if section == "subset" else {})
+    subset = tables["subset"]
+    if subset is not None:
+        for key, minimum in (("queries", 1), ("depth", 0), ("max_docs", 1), ("seed", -2 ** 63)):
+            _int(path, subset, key, minimum)
+        for key in ("pool", "check"):
+            if key in subset:
+                _strings(path, subset[key], f"subset.{key}")
+    translate = tables["translate"]
+    _check(path, isinstance(translate.get("translator"), str), "[translate] needs 'translator' (e.g. apertium)")
+    _check(path, isinstance(translate.get("options", {}), dict), "[translate] 'options' must be a table")
+    _int(path, translate, "batch_size", 1)
+    quality = tables["quality"]
+    steps = _strings(path, quality["steps"], "quality.steps") if quality.get("steps") else []
+    _check(path, set(steps) <= set(QUALITY_STEPS), f"[quality] steps must be among {', '.join(QUALITY_STEPS)}")
+    _check(path, "report" not in steps or isinstance(quality.get("encoder"), str),
+           "[quality] the 'report' step needs 'encoder' (a multilingual sentence-transformers model)")
+    if "evaluate" in tables["mteb"]:
+        _strings(path, tables["mteb"]["evaluate"], "mteb.evaluate")
+    return tables
 
 
 def _dataset_spec(path: Path, spec: str) -> str:
@@ -142,11 +226,7 @@ def load_suite(path: Path | str) -> Suite:
     data = read_config(path)
     unknown = set(data) - _KEYS
     _check(path, not unknown, f"unknown keys {sorted(unknown)}; expected some of {sorted(_KEYS)}")
-    for section, keys in _SECTIONS.items():
-        table = data.get(section, {})
-        _check(path, isinstance(table, dict), f"[{section}] must be a table")
-        extra = set(table) - keys
-        _check(path, not extra, f"[{section}]: unknown keys {sorted(extra)}; expected some of {sorted(keys)}")
+    tables = _sections(path, data)
     _check(path, isinstance(data.get("name"), str) and data["name"].strip(), "'name' (the benchmark's name) is required")
     languages = _strings(path, data.get("languages"), "languages")
     source = str(data.get("source_language", "en"))
@@ -164,30 +244,10 @@ def load_suite(path: Path | str) -> Suite:
         parsed.append(SuiteDataset(_dataset_spec(path, entry["name"]), own, entry.get("split")))
     specs = [d.spec for d in parsed]
     _check(path, len(set(specs)) == len(specs), "a dataset is listed twice")
-    subset = data.get("subset")
-    if subset is not None:
-        _int(path, subset, "queries", None, 1)
-        _int(path, subset, "depth", DEPTH, 0)
-        _int(path, subset, "max_docs", MAX_DOCS, 1)
-        _int(path, subset, "seed", 0, -2 ** 63)
-        for key in ("pool", "check"):
-            if key in subset:
-                _strings(path, subset[key], f"subset.{key}")
-    translate = data.get("translate", {})
-    _check(path, isinstance(translate.get("translator"), str), "[translate] needs 'translator' (e.g. apertium)")
-    _check(path, isinstance(translate.get("options", {}), dict), "[translate] 'options' must be a table")
-    _int(path, translate, "batch_size", None, 1)
-    quality = data.get("quality", {})
-    steps = _strings(path, quality["steps"], "quality.steps") if quality.get("steps") else []
-    _check(path, set(steps) <= set(QUALITY_STEPS), f"[quality] steps must be among {', '.join(QUALITY_STEPS)}")
-    _check(path, "report" not in steps or isinstance(quality.get("encoder"), str),
-           "[quality] the 'report' step needs 'encoder' (a multilingual sentence-transformers model)")
-    mteb = data.get("mteb", {})
-    if "evaluate" in mteb:
-        _strings(path, mteb["evaluate"], "mteb.evaluate")
     output = Path(data.get("output") or path.stem)
     return Suite(path=path.resolve(), name=data["name"].strip(), output=(path.parent / output).resolve(),
                  languages=languages, datasets=parsed, source_language=source, description=data.get("description"),
                  reference=data.get("reference"),
                  contacts=_strings(path, data["contacts"], "contacts") if "contacts" in data else None,
-                 subset=subset, translate=translate, quality=quality, publish=data.get("publish", {}), mteb=mteb)
+                 tables=tables, **{section: None if table is None else _SECTIONS[section](**table)
+                                   for section, table in tables.items()})

@@ -101,7 +101,7 @@ class SuiteBuilder:
         translated: list[tuple[BeirDataset, SuiteStep]] = []
         for entry, source in sources:
             base = self.subset(entry, source) if suite.subset is not None else source
-            if suite.subset is not None and suite.subset.get("check"):
+            if suite.subset is not None and suite.subset.check:
                 self.check(entry, source, base)
             for lang in entry.languages:
                 target = self.translate(entry, base, lang)
@@ -112,17 +112,16 @@ class SuiteBuilder:
 
     def subset(self, entry: SuiteDataset, source: BeirDataset) -> BeirDataset:
         from beirx.subsets.cut import make_subset
-        from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL
         from beirx.subsets.system_args import parse_pool
 
         recipe = self.suite.subset
         output = self.suite.output / "subsets" / source.name
 
         def work():
-            manifest = make_subset(source, output, queries=recipe.get("queries"), pool=parse_pool(
-                recipe.get("pool", POOL)), depth=recipe.get("depth", DEPTH), max_docs=recipe.get("max_docs", MAX_DOCS),
-                seed=recipe.get("seed", 0), stratify=bool(recipe.get("stratify", False)), split=entry.split,
-                show_progress=self.show_progress, use_cache=self.use_cache)
+            manifest = make_subset(source, output, queries=recipe.queries, pool=parse_pool(recipe.pool),
+                                   depth=recipe.depth, max_docs=recipe.max_docs, seed=recipe.seed,
+                                   stratify=bool(recipe.stratify), split=entry.split,
+                                   show_progress=self.show_progress, use_cache=self.use_cache)
             counts = manifest.counts
             return {"queries": counts.queries, "documents": counts.documents,
                     "depth_reached": manifest.method.depth_reached,
@@ -134,7 +133,7 @@ class SuiteBuilder:
 
     def check(self, entry: SuiteDataset, source: BeirDataset, subset: BeirDataset) -> None:
         from beirx.artifacts.subset import SubsetManifest
-        from beirx.subsets.check import THRESHOLD, check_ranking
+        from beirx.subsets.check import check_ranking
         from beirx.subsets.system_args import parse_systems
 
         recipe = self.suite.subset
@@ -145,8 +144,8 @@ class SuiteBuilder:
             return check.subset_checksum if check else None
 
         def work():
-            check = check_ranking(source, subset, parse_systems(recipe["check"]), subset.root / "ranking-check",
-                                  threshold=recipe.get("tau_threshold", THRESHOLD), show_progress=self.show_progress,
+            check = check_ranking(source, subset, parse_systems(recipe.check), subset.root / "ranking-check",
+                                  threshold=recipe.tau_threshold, show_progress=self.show_progress,
                                   use_cache=self.use_cache)
             resolved = check.subset_resolution
             return {"tau": check.tau, "tau_interval": check.tau_interval, "rho": check.rho,
@@ -161,37 +160,34 @@ class SuiteBuilder:
         from beirx.translate import budget
         from beirx.translate.backends import TRANSLATORS
         from beirx.translate.memory import TranslationMemory
-        from beirx.translate.pipeline import FIELDS, dry_run, translate_dataset
+        from beirx.translate.pipeline import translate_dataset
         from beirx.translate.subset_cost import share_of_full
 
         settings = self.suite.translate
-        translator = TRANSLATORS.get(settings["translator"])(self.suite.source_language, lang, settings.get("model"),
-                                                              **settings.get("options", {}))
+        translator = TRANSLATORS.get(settings.translator)(self.suite.source_language, lang, settings.model,
+                                                          **settings.options)
         output = self.suite.output / "translated" / f"{base.root.name}-{lang}"
-        memory_path = self.suite.output / settings["memory"] if settings.get("memory") else \
+        memory_path = self.suite.output / settings.memory if settings.memory else \
             cache_dir("translation_memory") / "memory.sqlite"
-        fields = tuple(settings.get("fields", FIELDS))
+        fields = tuple(settings.fields)
         suite_path = self.suite.path
 
         def work():
             translator.check_ready()
             with TranslationMemory(memory_path) as memory:
-                paid = budget.Budget.of(dry_run(base, translator, memory, fields=fields), translator,
-                                        settings.get("max_cost")) if budget.is_paid(translator) else None
-                if paid and paid.max_cost_usd is None:
-                    raise BeirxError(f"{suite_path}: {translator.name} is a paid service: set max_cost (USD, per "
-                                     f"translation) in [translate] (estimate for {base.name}: USD "
-                                     f"{paid.estimated_usd:.2f})")
-                if paid:
-                    log.info("%s: %s", base.name, paid.summary())
-                    paid.check()
+                paid = budget.paid_run(
+                    base, translator, memory, settings.max_cost, lambda said: log.info("%s: %s", base.name, said),
+                    lambda cost: f"{suite_path}: {translator.name} is a paid service: set max_cost (USD, per "
+                                 f"translation) in [translate] (estimate for {base.name}: USD "
+                                 f"{cost.estimated_usd:.2f})",
+                    fields=fields)
                 manifest = translate_dataset(base, output, translator, memory, fields=fields,
-                                             batch_size=settings.get("batch_size"), progress=self.show_progress)
+                                             batch_size=settings.batch_size, progress=self.show_progress)
                 if paid:
                     manifest = paid.record(manifest, translator, output)
                 counts = manifest.counts
                 details = {k: counts[k] for k in ("characters", "segments_unique", "from_memory", "translated")}
-                if settings.get("cost"):
+                if settings.cost:
                     share = share_of_full(base, translator, memory, fields=fields)
                     details["share_of_full"] = share["share_of_full"] if share else None
                     if paid:
@@ -229,8 +225,8 @@ class SuiteBuilder:
             if report:
                 from beirx.translate.quality import run_quality
 
-                run_quality(base, target, encoder=settings["encoder"], src_lang=self.suite.source_language,
-                            tgt_lang=lang, max_items=settings.get("max_items"), show_progress=self.show_progress,
+                run_quality(base, target, encoder=settings.encoder, src_lang=self.suite.source_language,
+                            tgt_lang=lang, max_items=settings.max_items, show_progress=self.show_progress,
                             use_cache=self.use_cache)  # the stage's public entry point
                 details["report"] = str(QualityReport.path_in(target.root))
             return details
@@ -245,12 +241,12 @@ class SuiteBuilder:
 
         settings = self.suite.publish
         output = self.suite.output / "publish" / target.root.name
-        repo = settings["repo"].format(dataset=target.name, lang=lang) if settings.get("repo") else None
+        repo = settings.repo.format(dataset=target.name, lang=lang) if settings.repo else None
 
         def work():
             export_dataset(target, output, repo_id=repo)
             if repo:
-                push_folder(output, repo, private=bool(settings.get("private")),
+                push_folder(output, repo, private=bool(settings.private),
                             commit_message=f"beirx suite {self.suite.name}: {target.name} ({lang})")
             return {"repo": repo, "pushed": bool(repo)}
 
@@ -274,11 +270,11 @@ class SuiteBuilder:
             write_benchmark([t for t, _ in translated], folder, name=suite.name, description=suite.description,
                             reference=suite.reference, contacts=suite.contacts, hub=hub,
                             export_dirs={str(t.root): Path(p.output) for t, p in translated})
-            models = settings.get("evaluate", [])
+            models = settings.evaluate
             if models:
                 bench = load_benchmark(folder)
                 for model in models:
-                    evaluate_benchmark(bench, model, folder / "results", settings.get("batch_size", 32))
+                    evaluate_benchmark(bench, model, folder / "results", settings.batch_size)
                 write_results_table(bench, folder / "results", folder / RESULTS_TABLE)
             return {"tasks": len(translated), "models": models}
 

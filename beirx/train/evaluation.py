@@ -1,7 +1,7 @@
 """``beirx train ... --evaluate SPLIT``: the base and the trained model on a split, before and after, in one command.
 
 Whether training helped is a comparison, so both models are evaluated by ``beirx eval``'s own runner
-(:func:`beirx.evaluate.runner.run_experiment`, one :class:`~beirx.evaluate.stages.Stages`: the same queries,
+(:func:`beirx.evaluate.runner.evaluate_system`, one :class:`~beirx.evaluate.stages.Stages`: the same queries,
 qrels and identical-ID rule) on the full corpus; the base model's document embeddings (or BM25 index and
 first-stage run) come from ``$BEIRX_HOME``'s caches when an earlier ``beirx eval`` made them. A bi-encoder is
 evaluated as a dense retriever; a cross-encoder reranks BM25's top :data:`RERANK_DEPTH` (the same stored
@@ -56,7 +56,7 @@ def evaluate_base_and_trained(kind: str, dataset: BeirDataset, lang: str, split:
                               trained: Path, show_progress: bool = True) -> dict[str, Any]:
     """Evaluate both models on ``split`` of ``dataset``; write their results and the summary; return it."""
     from beirx.data.catalogue import ignore_identical_ids_for
-    from beirx.evaluate.runner import run_experiment
+    from beirx.evaluate.runner import evaluate_system
     from beirx.evaluate.stages import Stages
     from beirx.language_packs import get_pack
     from beirx.significance import PAIRING_RULE, compare
@@ -68,9 +68,7 @@ def evaluate_base_and_trained(kind: str, dataset: BeirDataset, lang: str, split:
     outcomes = {}
     for name, system in zip(("base", "trained"), systems(kind, base_model, trained)):
         log.info("evaluating the %s model on %s [%s]", name, dataset.name, split)
-        outcomes[name] = run_experiment(dataset, pack, split, system, folder, top_k=stages.top_k,
-                                        ignore_identical_ids=stages.ignore_identical_ids,
-                                        show_progress=show_progress, stages=stages)
+        outcomes[name] = evaluate_system(stages, system, folder)
     summary: dict[str, Any] = {"split": split, "dataset": dataset.name, "language": lang,
                                "system": "dense retrieval" if kind == "bi-encoder" else
                                f"BM25 top {RERANK_DEPTH} reranked", "folder": str(folder)}

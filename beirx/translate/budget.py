@@ -16,6 +16,7 @@ request's worst case against ``--max-cost`` and stops before it could be crossed
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,22 @@ def require_cap(translator: Translator, max_cost: float | None) -> None:
     if is_paid(translator) and max_cost is None:
         raise BeirxError(f"{translator.name} is a paid service: pass --max-cost USD for each shard (the estimate of "
                          "the whole dataset is printed by --dry-run)")
+
+
+def paid_run(dataset, translator: Translator, memory, max_cost: float | None, say: Callable[[str], None],
+             no_cap: Callable[["Budget"], str] | None = None, **segmenting: Any) -> "Budget | None":
+    """The one entry point of a paid run (``beirx translate``, suites): None for a backend that is not paid;
+    else its :class:`Budget` from a dry run of what ``memory`` still lacks, told through ``say`` and checked
+    against ``max_cost`` before anything is sent (``no_cap``: the refusal when no cap is set, given the budget).
+    After the run, :meth:`Budget.record` puts the cost in the manifest."""
+    if not is_paid(translator):
+        return None
+    from beirx.translate.pipeline import dry_run
+
+    paid = Budget.of(dry_run(dataset, translator, memory, **segmenting), translator, max_cost)
+    say(paid.summary())
+    paid.check(no_cap(paid) if no_cap and max_cost is None else None)
+    return paid
 
 
 @dataclass(frozen=True)
@@ -59,11 +76,12 @@ class Budget:
         return (f"estimate: {self.characters:,} characters to send to {self.translator} = USD "
                 f"{self.estimated_usd:.2f} at list price ({self.price_source or 'see the backend docs'})")
 
-    def check(self) -> None:
-        """Refuse the run when no cap is given or the estimate exceeds it (nothing has been sent yet)."""
+    def check(self, no_cap: str | None = None) -> None:
+        """Refuse the run when no cap is given (with ``no_cap`` as the message, when given) or the estimate
+        exceeds it (nothing has been sent yet)."""
         if self.max_cost_usd is None:
-            raise BeirxError(f"{self.translator} is a paid service: pass --max-cost USD to allow this run (estimate "
-                             f"USD {self.estimated_usd:.2f}), or --dry-run to see the counts only")
+            raise BeirxError(no_cap or f"{self.translator} is a paid service: pass --max-cost USD to allow this run "
+                             f"(estimate USD {self.estimated_usd:.2f}), or --dry-run to see the counts only")
         if self.estimated_usd > self.max_cost_usd:
             raise BeirxError(f"the estimate USD {self.estimated_usd:.2f} exceeds --max-cost {self.max_cost_usd:.2f}; "
                              "nothing was sent")

@@ -60,6 +60,22 @@ BACKENDS = ("torch", "onnx")
 _CACHE_FORMAT = 1
 
 
+#: Texts encoded per batch unless ``--batch-size`` says otherwise (dense and SPLADE retrievers).
+BATCH_SIZE = 32
+
+
+def encoder_params(args, **own: Any) -> dict[str, Any]:
+    """Constructor parameters from the encoder flags the dense group declares and the SPLADE retriever shares
+    (``--model``, ``--model-revision``, ``--max-length``, ``--batch-size``, ``--device``), plus the retriever's
+    ``own``: only those given, so what is at its default stays out of tags."""
+    params = {"model": args.model, "revision": args.model_revision, "max_length": args.max_length,
+              "device": args.device, **own}
+    params = {k: v for k, v in params.items() if v is not None}
+    if args.batch_size != BATCH_SIZE:
+        params["batch_size"] = args.batch_size
+    return params
+
+
 def document_text(doc: Doc) -> str:
     """What the model encodes for a document: BEIR's ``(title + " " + text).strip()``."""
     return f"{doc.title} {doc.text}".strip()
@@ -80,19 +96,16 @@ class DenseRetriever(Retriever):
         group.add_argument("--search", choices=SEARCH_BACKENDS, default="exact",
                            help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
         group.add_argument("--max-length", type=positive_int, help="tokens per text (default: the model's max_seq_length)")
-        group.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size (default 32)")
+        group.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE,
+                           help=f"encoding batch size (default {BATCH_SIZE})")
         group.add_argument("--dense-backend", choices=BACKENDS, default="torch",
                            help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)")
         group.add_argument("--quantize", choices=("int8",), help="with --dense-backend onnx: dynamic int8 quantization")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
-        params = {"model": args.model, "revision": args.model_revision, "query_prompt": args.query_prompt,
-                  "passage_prompt": args.passage_prompt, "similarity": args.similarity,
-                  "max_length": args.max_length, "device": args.device}
-        params = {k: v for k, v in params.items() if v is not None}
-        if args.batch_size != 32:
-            params["batch_size"] = args.batch_size
+        params = encoder_params(args, query_prompt=args.query_prompt, passage_prompt=args.passage_prompt,
+                                similarity=args.similarity)
         if args.search != "exact":
             params["search"] = args.search
         if args.dense_backend != "torch" or args.quantize:
@@ -105,7 +118,7 @@ class DenseRetriever(Retriever):
 
     def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
                  passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
-                 batch_size: int = 32, device: str | None = None, sort_by_length: bool = True,
+                 batch_size: int = BATCH_SIZE, device: str | None = None, sort_by_length: bool = True,
                  chunk_rows: int | None = None, search: str = "exact", backend: str = "torch",
                  quantize: str | None = None, use_cache: bool = True, show_progress: bool = True):
         model = model or default_model("dense", pack.code)  # every language has one

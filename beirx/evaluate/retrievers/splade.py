@@ -43,7 +43,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.knn import id_tie_ranks
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.bm25 import top_k
-from beirx.evaluate.retrievers.dense import document_text
+from beirx.evaluate.retrievers.dense import BATCH_SIZE, document_text, encoder_params
 from beirx.evaluate.retrievers.sparse_index import InvertedIndex, SparseIndexCache, check_vocabulary
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
@@ -73,28 +73,25 @@ class SpladeRetriever(Retriever):
                            help="pooling of token weights: max (SPLADE v2/++, default) or sum (SPLADE v1)")
         group.add_argument("--splade-query-max-length", type=positive_int,
                            help="tokens per query (default: the document --max-length)")
-        # --model, --model-revision, --max-length (default 256 here) and --batch-size are the dense group's flags
+        # the encoder flags are the dense group's, declared once there (dense.encoder_params): --model,
+        # --model-revision, --max-length (default 256 here) and --batch-size
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
         if getattr(args, "model", None) and {"dense", "splade"} <= set(getattr(args, "retriever", None) or []):
             raise BeirxError("--model would name both the dense and the SPLADE model: describe the two systems in a "
                              "--config grid file instead")
-        params = {"model": args.model, "revision": args.model_revision, "max_length": args.max_length,
-                  "query_model": args.splade_query_model, "query_max_length": args.splade_query_max_length,
-                  "device": args.device}
-        params = {k: v for k, v in params.items() if v is not None}
+        params = encoder_params(args, query_model=args.splade_query_model,
+                                query_max_length=args.splade_query_max_length)
         if args.splade_query_encoding != "model":
             params["query_encoding"] = args.splade_query_encoding
         if args.splade_pooling != "max":
             params["pooling"] = args.splade_pooling
-        if args.batch_size != 32:
-            params["batch_size"] = args.batch_size
         return params
 
     def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None,
                  query_model: str | None = None, query_encoding: str = "model", pooling: str = "max",
-                 max_length: int | None = None, query_max_length: int | None = None, batch_size: int = 32,
+                 max_length: int | None = None, query_max_length: int | None = None, batch_size: int = BATCH_SIZE,
                  device: str | None = None, sort_by_length: bool = True, checkpoint_batches: int = 32,
                  use_cache: bool = True, show_progress: bool = True):
         model = model_or_default("splade", model, pack.code, "--retriever splade", "--model")

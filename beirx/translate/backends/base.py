@@ -1,7 +1,9 @@
-"""The translator interface every MT backend implements (one file per backend, one registry line)."""
+"""The translator interface every MT backend implements: one module per backend (which declares its own
+``beirx translate`` flags, :meth:`Translator.add_arguments`) plus one registry line."""
 
 from __future__ import annotations
 
+import argparse
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -23,6 +25,22 @@ class Translator(ABC):
     cost_per_million_chars: ClassVar[float | None] = None
     #: Where and when that price was read.
     price_source: ClassVar[str] = ""
+    #: Whether ``--batch`` can send this backend's units through a provider's Batch API
+    #: (:class:`beirx.translate.llm.batch.BatchExecutor`).
+    supports_batch_api: ClassVar[bool] = False
+    #: Title of the help group of the flags this class declares (``beirx translate --help``), followed by the
+    #: backends that take them; None: ``NAME (--translator NAME)``.
+    flags_title: ClassVar[str | None] = None
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        """Add this backend's own ``beirx translate`` flags to ``group`` (none by default). The command adds
+        each class's flags once, so a subclass declares only flags its base does not."""
+
+    @classmethod
+    def params_from_args(cls, args: argparse.Namespace) -> dict[str, Any]:
+        """Constructor options from parsed flags: only those given (the others keep the backend's defaults)."""
+        return {}
 
     def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
         if options:  # every backend names its options in its constructor; what reaches here is unknown
@@ -46,6 +64,11 @@ class Translator(ABC):
             names.update(p.name for p in inspect.signature(init).parameters.values()
                          if p.kind is inspect.Parameter.KEYWORD_ONLY)
         return sorted(names - {"retry_policy"})
+
+    def for_replicas(self, options: dict[str, Any], workers: int) -> dict[str, Any]:
+        """The options of each of ``workers`` Ray replicas built from ``options`` (this backend's own). Default:
+        the same; a backend with budgets shared by every replica (requests in flight, cost) divides them."""
+        return options
 
     def close(self) -> None:
         """Release what the backend holds (connections, threads); idempotent, and a later call may start them

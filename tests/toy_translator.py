@@ -1,0 +1,32 @@
+"""A toy translator: the whole of what a new backend needs besides its one registry line (see test_layering).
+
+It upper-cases each segment, after an optional ``--toy-prefix``: its own flag, declared here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from beirx.translate.backends.base import Translator
+
+
+class ToyTranslator(Translator):
+    name = "toy"
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--toy-prefix", help="text put before every translated segment (default none)")
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        return {"prefix": args.toy_prefix} if args.toy_prefix is not None else {}
+
+    def __init__(self, src: str, tgt: str, model: str | None = None, *, prefix: str = "", **options: Any):
+        super().__init__(src, tgt, model, **options)
+        self.prefix = prefix
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "prefix": self.prefix}
+
+    def translate_batch(self, segments: list[str]) -> list[str]:
+        return [self.prefix + s.upper() for s in segments]
