@@ -24,7 +24,7 @@ def _number(kind, text: str):
     return value
 
 
-def _checked(kind, holds, requirement: str, name: str):
+def checked(kind, holds, requirement: str, name: str):
     """An argparse type: a number of ``kind`` for which ``holds(value)``, else "must be ``requirement``"."""
     def parse(text: str):
         value = _number(kind, text)
@@ -36,12 +36,24 @@ def _checked(kind, holds, requirement: str, name: str):
     return parse
 
 
-positive_int = _checked(int, lambda v: v >= 1, "at least 1", "positive_int")
-non_negative_int = _checked(int, lambda v: v >= 0, "0 or more", "non_negative_int")
-non_negative_float = _checked(float, lambda v: v >= 0, "0 or more", "non_negative_float")
-positive_float = _checked(float, lambda v: v > 0, "more than 0", "positive_float")
-unit_float = _checked(float, lambda v: 0 <= v <= 1, "between 0 and 1", "unit_float")
+positive_int = checked(int, lambda v: v >= 1, "at least 1", "positive_int")
+non_negative_int = checked(int, lambda v: v >= 0, "0 or more", "non_negative_int")
+non_negative_float = checked(float, lambda v: v >= 0, "0 or more", "non_negative_float")
+positive_float = checked(float, lambda v: v > 0, "more than 0", "positive_float")
+unit_float = checked(float, lambda v: 0 <= v <= 1, "between 0 and 1", "unit_float")
 """A number in [0, 1] (BM25's b)."""
+
+
+def option(owner: str, name: str, value, parse):
+    """A backend option (``--translator-option NAME=VALUE``, a number from a file or code) read with the argparse
+    type ``parse`` (e.g. :data:`non_negative_float`); a bad value is a :class:`~beirx.errors.BeirxError` naming
+    the option, as argparse names a flag."""
+    from beirx.errors import BeirxError
+
+    try:
+        return parse(str(value))
+    except argparse.ArgumentTypeError as exc:
+        raise BeirxError(f"{owner}: option {name}: {exc}") from None
 
 
 def output_dir(text: str) -> Path:
@@ -76,6 +88,6 @@ def count_or_all(text: str) -> int | None:
     return None if text == "all" else positive_int(text)
 
 
-port_number = _checked(int, lambda v: 1 <= v <= 65535, "a TCP port, between 1 and 65535", "port_number")
-rating = _checked(float, lambda v: 1 <= v <= 5, "between 1 and 5", "rating")
+port_number = checked(int, lambda v: 1 <= v <= 65535, "a TCP port, between 1 and 65535", "port_number")
+rating = checked(float, lambda v: 1 <= v <= 5, "between 1 and 5", "rating")
 """A value on the review's 1-5 rating scales."""

@@ -11,6 +11,9 @@ truncation, a zeroed or replaced file and most partial damage. The files are syn
 written last (the completion marker), so an interrupted write never looks complete. A damaged entry is
 reported and rebuilt, never used.
 
+A cache entry (:class:`CacheEntry`: the embedding cache, the SPLADE index) is a folder that is built in a
+``.partial`` sibling under a lock and checked (:meth:`CacheEntry.problem`) before every use.
+
 *Resumable builds* (:class:`ProgressJournal`): a build that takes hours (encoding a corpus, a learned sparse
 index) commits its work in chunks; the journal records each committed chunk with the checksum of its data,
 and a resumed build recomputes those checksums and continues after the last chunk that verifies, so a
@@ -24,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -100,13 +104,15 @@ def sync_files(folder: Path, exclude: tuple[str, ...] = ()) -> None:
         os.close(fd)
 
 
-def seal(folder: Path, marker: str, info: dict[str, Any]) -> None:
-    """Record every file of ``folder`` in ``folder/marker`` (with ``info``); call it after the last write.
+def seal(folder: Path, marker: str, info: dict[str, Any], exclude: tuple[str, ...] = ()) -> None:
+    """Record every file of ``folder`` but ``exclude`` in ``folder/marker`` (with ``info``); call it after the last
+    write. (``exclude``: what the build still needs until the entry is sealed, deleted after; :func:`verify`
+    ignores files it does not record.)
 
     The files are synced to disk first: the marker (the completion record) is never ahead of the data.
     """
-    sync_files(folder, exclude=(marker,))
-    write_json(Path(folder) / marker, {**info, "files": describe_files(folder, exclude=(marker,))})
+    sync_files(folder, exclude=(marker, *exclude))
+    write_json(Path(folder) / marker, {**info, "files": describe_files(folder, exclude=(marker, *exclude))})
 
 
 def verify(folder: Path, marker: str) -> str | None:
@@ -130,6 +136,33 @@ def report_damaged(what: str, where: Path, problem: str) -> None:
 def digest_bytes(data) -> str:
     """``sha256:<hex>`` of a bytes-like object (a chunk of a resumable build: rows, a file's bytes)."""
     return "sha256:" + hashlib.sha256(memoryview(data).cast("B")).hexdigest()
+
+
+class CacheEntry:
+    """A resumable cache entry: ``folder`` when complete, ``partial`` while being built, ``lock`` held by its
+    builder; ``label`` is a readable prefix, ``key`` the hash. Subclasses say what is wrong (:meth:`problem`)."""
+
+    what = "cache entry"
+
+    def __init__(self, root: Path, label: str, key: str):
+        self.root = Path(root)
+        self.folder = self.root / f"{label}-{key}"
+        self.partial = self.root / f".{label}-{key}.partial"
+        self.lock = self.root / f".{label}-{key}.lock"
+
+    def problem(self) -> str | None:
+        raise NotImplementedError
+
+    def exists(self) -> bool:
+        """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
+        if not self.folder.exists():
+            return False
+        problem = self.problem()
+        if problem is None:
+            return True
+        report_damaged(self.what, self.folder, problem)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
 
 
 class ProgressJournal:

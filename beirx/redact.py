@@ -1,5 +1,6 @@
 """One place that strips credentials from URLs before they reach a label, file name, result, manifest or log.
 
+API keys (``Bearer`` tokens, and the values :func:`remember_secret` was given) become ``***`` too.
 ``http://user:secret@host:9200/x`` becomes ``http://user:***@host:9200/x``; a URL with a user but no
 password (``https://token@host``) becomes ``https://***@host``, because a lone user field is often a token.
 :func:`redact_text` applies the same rule to every URL inside free text (exception messages, log lines).
@@ -33,9 +34,25 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, f"{_mask(userinfo)}@{host}", parts.path, parts.query, parts.fragment))
 
 
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\",;]+")
+_SECRETS: set[str] = set()
+
+
+def remember_secret(value: str) -> None:
+    """Redact ``value`` (an API key read from the environment) wherever it appears from now on: a server
+    may echo it in a header or an error message that a library logs."""
+    if value and len(value) > 3:
+        _SECRETS.add(value)
+
+
 def redact_text(text: str) -> str:
-    """``text`` with the credentials of every ``scheme://user:pass@`` URL in it replaced by ``***``."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{_mask(m['userinfo'])}@", str(text))
+    """``text`` with the credentials of every ``scheme://user:pass@`` URL in it, every ``Bearer`` token and
+    every remembered secret replaced by ``***``."""
+    text = _BEARER.sub(lambda m: m[1] + "***", _USERINFO.sub(lambda m: f"{m['scheme']}{_mask(m['userinfo'])}@",
+                                                              str(text)))
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
 
 
 class RedactingFilter(logging.Filter):

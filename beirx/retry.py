@@ -1,7 +1,7 @@
 """Retrying transient failures of remote services: the backoff policy and the server's ``Retry-After``.
 
-Shared by the cloud translation APIs (:mod:`beirx.translate.backends.http_api`) and the OpenAI-compatible
-LLM client (:mod:`beirx.models.llm`). 429, 5xx, timeouts and dropped connections are transient; we retry
+Shared by dataset downloads (:mod:`beirx.data.download`), the cloud translation APIs
+(:mod:`beirx.translate.backends.http_api`) and the OpenAI-compatible LLM client (:mod:`beirx.models.llm`). 429, 5xx, timeouts and dropped connections are transient; we retry
 with exponential backoff and "equal jitter" (half the capped exponential delay, plus a uniform random half;
 AWS Architecture Blog, "Exponential Backoff And Jitter", 2015) so parallel clients do not retry in
 lock-step, and honour the server's ``Retry-After`` (RFC 9110 §10.2.3) when it sends one.

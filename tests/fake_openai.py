@@ -52,6 +52,10 @@ FAULTS = ("429", "500", "hang", "length", "preamble", "echo", "answer", "empty",
 #: Injected only when asked for by name: a request the server refuses (its context is too long).
 REFUSED = "400"
 TRANSPORT_FAULTS = ("429", "500", "hang")
+#: Faults injected only when named: the connection dropped mid-answer, a body dripping a byte a second.
+BROKEN = ("drop", "drip")
+#: 200 answers that are not an OpenAI completion (a server that is something else, or broken), only when named.
+MALFORMED = ("not_json", "content_number", "content_list", "message_string", "choices_dict", "body_array")
 
 PREAMBLE = "Sure! Here is the translation:\n\n"
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -75,6 +79,8 @@ class Call:
     body: dict[str, Any]
     headers: dict[str, str]
     fault: str | None = None
+    started: float = 0.0  # time.monotonic() when the request arrived
+    ended: float | None = None  # when the server stopped working on it (answered, or saw the client leave)
 
 
 def extract_source(kind: str, body: dict[str, Any]) -> str:
@@ -245,6 +251,13 @@ class _Listener(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # clients at --concurrency 16+ connect at once; the default backlog of 5 resets some
 
+    def handle_error(self, request, client_address):
+        """A client that left mid-answer (a timed-out attempt closes its connection) is expected, not an error:
+        socketserver would print its traceback to stderr, where the tests look for tracebacks of beirx's own."""
+        if isinstance(sys.exc_info()[1], OSError):  # broken pipe, reset, aborted: the socket is gone
+            return
+        super().handle_error(request, client_address)
+
 
 @dataclass
 class FakeOpenAI:
@@ -257,10 +270,14 @@ class FakeOpenAI:
     model: str = "fake-llm"
     port: int = 0
     hang_seconds: float = 5.0
+    stream_delay: float = 0.0  # seconds between the chunks of a streamed answer
     retry_after_ms: int = 20
     batch_polls: int = 2  # GET /v1/batches/{id} answers "in_progress" this many times, then "completed"
     require_key: str | None = None  # when set, requests must carry "Authorization: Bearer <key>"
     down: bool = False  # drop every connection (a crashed server; stop() also sets it)
+    batch_api: bool = True  # False: /v1/files and /v1/batches answer 404 (a server without the Batch API)
+    batch_outcome: str = "completed"  # or "failed", "expired", "cancelled" (then without an output file)
+    echo_key: bool = False  # answer with a header echoing the request's Authorization (as some proxies do)
     calls: list[Call] = field(default_factory=list)
     seen_headers: list[dict[str, str]] = field(default_factory=list)
 
@@ -305,7 +322,8 @@ class FakeOpenAI:
         source = extract_source(kind, body)
         with self._lock:
             self._attempts[source] += 1
-            call = Call(len(self.calls) + 1, kind, source, self._attempts[source], body, headers)
+            call = Call(len(self.calls) + 1, kind, source, self._attempts[source], body, headers,
+                        started=time.monotonic())
             self.calls.append(call)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -320,8 +338,10 @@ class FakeOpenAI:
                 return 400, {}, _error("This model's maximum context length is 4096 tokens", "context_length_exceeded")
             if call.fault == "500":
                 return 500, {}, _error("The server had an error while processing your request", "server_error")
-            if call.fault == "hang":
+            if call.fault == "hang" and not body.get("stream"):
                 time.sleep(self.hang_seconds)
+            if call.fault in MALFORMED:
+                return 200, {}, _malformed(call.fault)
             text, finish = self._text(call)
             return 200, {}, self._completion(kind, body, text, finish)
         finally:
@@ -399,7 +419,10 @@ class FakeOpenAI:
             due = batch["status"] == "in_progress" and batch["polls"] > self.batch_polls
             if batch["status"] == "validating":
                 batch["status"] = "in_progress"
-        if due:
+        if due and self.batch_outcome != "completed":
+            with self._lock:
+                batch.update(status=self.batch_outcome, errors={"data": [{"message": f"batch {self.batch_outcome}"}]})
+        elif due:
             self._run_batch(batch)
         return 200, self._public(batch)
 
@@ -426,6 +449,39 @@ class FakeOpenAI:
         return {k: v for k, v in batch.items() if k != "polls"}
 
 
+def _malformed(fault: str) -> Any:
+    """The body of a 200 answer that is not a completion."""
+    if fault == "not_json":
+        return b"<html><body>502 Bad Gateway</body></html>"
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hola"}}
+    if fault == "content_number":
+        choice["message"]["content"] = 42
+    elif fault == "content_list":
+        choice["message"]["content"] = ["Hola"]
+    elif fault == "message_string":
+        choice["message"] = "Hola"
+    elif fault == "body_array":
+        return [choice]
+    return {"id": "x", "object": "chat.completion", "choices": {"0": choice} if fault == "choices_dict" else [choice]}
+
+
+def stream_chunks(kind: str, payload: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """A completion as the chunks of a streamed answer: one per word (as a server sends one per token), the
+    finish reason on the last, the usage in a final chunk of its own when asked for (``stream_options``)."""
+    choice = payload["choices"][0]
+    text = choice["message"]["content"] if kind == "chat" else choice["text"]
+    words = re.findall(r"\S*\s*", text)[:-1] or [""]
+    chunks = []
+    for i, word in enumerate(words):
+        last = i == len(words) - 1
+        delta = {"delta": {"content": word}} if kind == "chat" else {"text": word}
+        chunks.append({"id": payload["id"], "object": "chat.completion.chunk" if kind == "chat" else "text_completion",
+                       "choices": [{"index": 0, **delta, "finish_reason": choice["finish_reason"] if last else None}]})
+    if include_usage:
+        chunks.append({"id": payload["id"], "choices": [], "usage": payload["usage"]})
+    return chunks
+
+
 def _error(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": code, "param": None, "code": code}}
 
@@ -443,12 +499,15 @@ def _handler(server: FakeOpenAI):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json" if raw is None else "application/octet-stream")
                 self.send_header("Content-Length", str(len(data)))
-                for key, value in (headers or {}).items():
+                for key, value in {**self._echo(), **(headers or {})}.items():
                     self.send_header(key, value)
                 self.end_headers()
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a hang past its timeout)
                 self.close_connection = True
+
+        def _echo(self) -> dict[str, str]:
+            return {"X-Echo-Authorization": self.headers.get("Authorization", "")} if server.echo_key else {}
 
         def _authorised(self) -> bool:
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -483,6 +542,8 @@ def _handler(server: FakeOpenAI):
             if not self._authorised():
                 return
             path = self.path.split("?")[0]
+            if not server.batch_api and path in ("/v1/files", "/v1/batches"):
+                return self._send(404, {"detail": "Not Found"})
             if path == "/v1/files":
                 return self._send(200, server.upload(raw, self.headers.get("Content-Type", "")))
             body = json.loads(raw or b"{}")
@@ -494,7 +555,65 @@ def _handler(server: FakeOpenAI):
             if not body.get("model"):
                 return self._send(400, _error("you must provide a model parameter", "invalid_request_error"))
             status, headers, payload = server.answer(kind, body, dict(self.headers))
-            self._send(status, payload, headers)
+            call = server.calls[-1]
+            try:
+                if call.fault in BROKEN:
+                    return self._broken(call.fault, payload)
+                if status == 200 and body.get("stream") and call.fault not in MALFORMED:
+                    return self._stream(call, kind, payload, bool((body.get("stream_options") or {}).get(
+                        "include_usage")))
+                self._send(status, payload, headers, raw=payload if isinstance(payload, bytes) else None)
+            finally:
+                call.ended = time.monotonic()
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def _stream(self, call: Call, kind: str, payload: dict[str, Any], include_usage: bool) -> None:
+            """Server-sent events, chunked: a hang pings (``: ping``, as llama.cpp's server does) until the
+            client leaves or ``hang_seconds`` pass; then a chunk per word every ``stream_delay`` seconds."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                for key, value in self._echo().items():
+                    self.send_header(key, value)
+                self.end_headers()
+                if call.fault == "hang":
+                    until = time.monotonic() + server.hang_seconds
+                    while time.monotonic() < until:
+                        self._chunk(b": ping\n\n")
+                        time.sleep(0.05)
+                for chunk in stream_chunks(kind, payload, include_usage):
+                    self._chunk(b"data: " + json.dumps(chunk, ensure_ascii=False).encode() + b"\n\n")
+                    if server.stream_delay:
+                        time.sleep(server.stream_delay)
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):  # the client left: stop generating, as llama.cpp does
+                self.close_connection = True
+
+        def _broken(self, fault: str, payload: dict[str, Any]) -> None:
+            """``drop``: half of the answer, then the connection is closed; ``drip``: a byte a second."""
+            data = json.dumps(payload).encode()
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if fault == "drop":
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                for i in range(len(data)):
+                    self.wfile.write(data[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(1.0)
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass
 
     return Handler
 
@@ -509,6 +628,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--drop-after", type=int, metavar="N", help="cut every answer after the first N (a server "
+                        "that drops connections mid-answer)")
     parser.add_argument("--hang-seconds", type=float, default=5.0)
     parser.add_argument("--model", default="fake-llm")
     parser.add_argument("--stats", type=Path, help="write the fault counts here (JSON) every second")
@@ -520,6 +641,8 @@ def main(argv: list[str] | None = None) -> None:
     for path in args.warm:
         translate.warm([json.loads(line)["text"] for line in path.open(encoding="utf-8")])
     faults = fault_mix(args.fault_rate, tuple(args.faults.split(",")), args.seed) if args.fault_rate else None
+    if args.drop_after is not None:
+        faults = lambda call: "drop" if call.n > args.drop_after else None  # noqa: E731
     server = FakeOpenAI(translate=translate, latency=args.latency, faults=faults, model=args.model, port=args.port,
                         hang_seconds=args.hang_seconds).start()
     print(server.url, flush=True)

@@ -24,6 +24,7 @@ from beirx.data.download import download_file
 from beirx.data.extract import MARKER, safe_extract
 from beirx.data.resolve import resolve_dataset
 from beirx.errors import BeirxError, MissingExtraError
+from beirx.retry import RetryPolicy
 
 CORPUS = [{"_id": "d1", "title": "Cats", "text": "Cats hunt mice."}, {"_id": "d2", "title": "", "text": "Dogs bark."}]
 QUERIES = [{"_id": "q1", "text": "what hunts mice"}, {"_id": "q2", "text": "barking"}]
@@ -59,6 +60,7 @@ class _State:
         self.requests: list[tuple[str, str | None]] = []
         self.honour_range = True
         self.cut_next = 0  # number of coming responses to cut off mid-body
+        self.busy_next: list[str | None] = []  # coming responses answered 429 (each with this Retry-After)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -72,6 +74,14 @@ class _Handler(BaseHTTPRequestHandler):
         rng = self.headers.get("Range")
         state.requests.append((self.path, rng))
         data = state.files.get(self.path)
+        if state.busy_next:
+            wait = state.busy_next.pop(0)
+            self.send_response(429)
+            if wait is not None:
+                self.send_header("Retry-After", wait)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if data is None:
             self.send_response(404)
             self.send_header("Content-Length", "0")
@@ -129,17 +139,22 @@ def scifact_zip(server, monkeypatch) -> bytes:
 BLOB = bytes(range(256)) * 4000  # 1,024,000 bytes
 
 
+def tries(n: int, sleep=lambda seconds: None) -> RetryPolicy:
+    """``n`` attempts in all, without waiting (the waits are checked through ``sleep``)."""
+    return RetryPolicy(attempts=n, base_delay=0, sleep=sleep)
+
+
 def test_truncated_download_is_resumed_with_range_on_the_next_run(server, tmp_path):
     server.files["/blob.bin"] = BLOB
     server.cut_next = 1
     dest = tmp_path / "dl" / "blob.bin"
     with pytest.raises(BeirxError, match=r"failed after 1 attempts.*blob\.bin\.part.*resumes"):
-        download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), attempts=1)
+        download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), retry=tries(1))
     part = dest.with_name("blob.bin.part")
     kept = part.stat().st_size  # what arrived before the cut, less the chunk being read when it broke
     assert 0 < kept <= len(BLOB) // 2 and not dest.exists()
 
-    assert download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), attempts=1) == dest
+    assert download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), retry=tries(1)) == dest
     assert server.requests == [("/blob.bin", None), ("/blob.bin", f"bytes={kept}-")]
     assert dest.read_bytes() == BLOB and not part.exists()
 
@@ -148,7 +163,7 @@ def test_interrupted_download_is_retried_and_resumed_within_one_call(server, tmp
     server.files["/blob.bin"] = BLOB
     server.cut_next = 2
     dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin",
-                         sha256=hashlib.sha256(BLOB).hexdigest(), attempts=3, backoff=0)
+                         sha256=hashlib.sha256(BLOB).hexdigest(), retry=tries(3))
     assert dest.read_bytes() == BLOB
     ranges = [r for _, r in server.requests]
     starts = [int(r[len("bytes="):-1]) for r in ranges[1:]]
@@ -159,7 +174,7 @@ def test_server_ignoring_range_restarts_cleanly(server, tmp_path):
     server.files["/blob.bin"] = BLOB
     server.honour_range = False
     server.cut_next = 1
-    dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin", md5=md5(BLOB), attempts=2, backoff=0)
+    dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin", md5=md5(BLOB), retry=tries(2))
     first, second = [r for _, r in server.requests]
     assert first is None and second.startswith("bytes=") and second != "bytes=0-"  # asked to resume, got a 200
     assert dest.read_bytes() == BLOB  # restarted from byte 0, not appended
@@ -168,7 +183,7 @@ def test_server_ignoring_range_restarts_cleanly(server, tmp_path):
 def test_complete_part_file_is_finished_after_a_416(server, tmp_path):
     server.files["/blob.bin"] = BLOB
     (tmp_path / "blob.bin.part").write_bytes(BLOB)  # killed after the last byte, before the rename
-    dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin", md5=md5(BLOB), attempts=1)
+    dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin", md5=md5(BLOB), retry=tries(1))
     assert dest.read_bytes() == BLOB and server.requests == [("/blob.bin", f"bytes={len(BLOB)}-")]
 
 
@@ -177,16 +192,28 @@ def test_checksum_mismatch_deletes_the_part_file(server, tmp_path):
     dest = tmp_path / "blob.bin"
     with pytest.raises(BeirxError, match=f"checksum mismatch for {server.url}/blob.bin: expected md5 {'0' * 32}, "
                                          f"got {md5(BLOB)}"):
-        download_file(f"{server.url}/blob.bin", dest, md5="0" * 32, attempts=1)
+        download_file(f"{server.url}/blob.bin", dest, md5="0" * 32, retry=tries(1))
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(BeirxError, match="expected sha256"):
-        download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), sha256="f" * 64, attempts=1)
+        download_file(f"{server.url}/blob.bin", dest, md5=md5(BLOB), sha256="f" * 64, retry=tries(1))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_rate_limited_download_waits_as_the_server_says_then_with_jittered_backoff(server, tmp_path):
+    """A 429 is retried through the one retry policy (beirx.retry): the server's Retry-After wins; without one
+    the wait is the policy's capped exponential delay with equal jitter (d/2 + U(0, d/2), d = 4 s here)."""
+    server.files["/blob.bin"] = BLOB
+    server.busy_next = ["7", None]
+    waits: list[float] = []
+    policy = RetryPolicy(attempts=3, base_delay=4.0, sleep=waits.append)
+    dest = download_file(f"{server.url}/blob.bin", tmp_path / "blob.bin", md5=md5(BLOB), retry=policy)
+    assert dest.read_bytes() == BLOB and len(server.requests) == 3
+    assert waits[0] == 7.0 and 4.0 <= waits[1] <= 8.0  # retry 1: d = 4 * 2**1 = 8, so between 4 and 8
 
 
 def test_http_404_fails_at_once(server, tmp_path):
     with pytest.raises(BeirxError, match="HTTP 404"):
-        download_file(f"{server.url}/missing.zip", tmp_path / "missing.zip", attempts=3, backoff=0)
+        download_file(f"{server.url}/missing.zip", tmp_path / "missing.zip", retry=tries(3))
     assert len(server.requests) == 1
 
 
@@ -197,7 +224,7 @@ def test_unreachable_server_fails_at_once_with_offline_hints(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(BeirxError, match=r"cannot reach .*\(connection refused\).*BEIRX_BEIR_URL.*hf:"):
-        download_file(f"http://127.0.0.1:{port}/x.zip", tmp_path / "x.zip", attempts=5, backoff=60, timeout=5)
+        download_file(f"http://127.0.0.1:{port}/x.zip", tmp_path / "x.zip", retry=RetryPolicy(attempts=5, base_delay=60), timeout=5)
 
 
 # -- safe extraction -------------------------------------------------------------------------------

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
-import subprocess
-import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from docs_blocks import REPO, Block, all_blocks, blocks, commands, counts, problems
+from docs_runner import run_python, run_shell
 
 BLOCKS = all_blocks()
 RUN_PAGES = sorted({b.path for b in BLOCKS if b.runs})
@@ -139,12 +140,13 @@ def test_the_run_blocks_of_a_page_run(page: Path, docs_machine):
     (page_dir / "shared").symlink_to(docs_machine["root"] / "shared")  # ../shared from the page's folder
     for block in (b for b in BLOCKS if b.path == page and b.runs):
         text = _mapped(block.text, docs_machine["models"])
+        start = time.perf_counter()
         if block.shell:
-            argv = ["bash", "-e", "-o", "pipefail", "-c", text]
+            done = run_shell(text, work, docs_machine["env"], timeout=900)
         else:
-            script = work / f"block_{block.line}.py"
-            script.write_text(text, encoding="utf-8")
-            argv = [sys.executable, str(script)]
-        done = subprocess.run(argv, cwd=work, env=docs_machine["env"], capture_output=True, text=True, timeout=1800)
+            done = run_python(text, block.where, work, docs_machine["env"])
+        print(f"{block.where}: {time.perf_counter() - start:.1f} s")
+        for argv, rc, seconds in done.calls:
+            print(f"    {seconds:6.1f} s  rc {rc}  beirx {shlex.join(argv)}")
         assert done.returncode == 0, f"{block.where} failed ({done.returncode}):\n{done.stdout[-3000:]}\n" \
                                      f"{done.stderr[-5000:]}"

@@ -2,7 +2,8 @@
 a reader verifies the claim before trusting it. The case the issue found: an embedding cache whose progress
 record counted rows that never reached the disk was resumed as complete and sealed, and ``beirx eval`` reported a
 plausible but wrong nDCG. Now the rows are checked against their recorded checksums, re-encoded, and the metrics
-equal the clean run's. Training checkpoints are sealed the same way."""
+equal the clean run's. Training checkpoints are sealed the same way. A SPLADE index killed after its encoding
+(before or after its seal) is finished from what was encoded, never encoded again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from beirx.cli import main
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
 from tests.conftest import write_beir
 from tests.hardening_helpers import eval_cli, tiny_st  # noqa: F401 (a fixture)
+from tests.test_splade import tiny_splade  # noqa: F401 (a fixture)
 
 
 def _claimed(caplog) -> bool:
@@ -139,6 +141,50 @@ def test_eval_after_a_crash_that_left_progress_ahead_of_its_rows_equals_the_clea
     assert resumed["metrics"]["NDCG@10"] > 0.1
     [run] = (tmp_path / "resumed").glob("*.trec")
     assert run.read_bytes() == next((tmp_path / "clean").glob("*.trec")).read_bytes()
+
+
+# -- a SPLADE index killed between its encoding and its publication -------------------------------------------
+@pytest.mark.parametrize("window,resumed_how", [
+    ("seal", "resuming SPLADE encoding at 24/24 documents"),  # postings built, not sealed
+    ("publish_dir", "publishing the complete SPLADE index left in"),  # sealed, not published
+])
+def test_splade_killed_after_its_encoding_never_encodes_again(tiny_splade, tmp_path, beirx_home, monkeypatch,
+                                                              caplog, window, resumed_how):
+    from beirx.data.dataset import BeirDataset
+    from beirx.evaluate.retrievers import sparse_index
+    from beirx.evaluate.retrievers.splade import SpladeRetriever
+    from beirx.models.splade import SpladeEncoder
+    from tests.test_dense import Pack
+    from tests.test_splade import QUERIES, WORDS
+
+    docs = [{"_id": f"doc{i:02d}", "title": "", "text": " ".join(WORDS[j % 4] for j in range(i % 7 + 1))}
+            for i in range(24)]
+    dataset = BeirDataset(write_beir(tmp_path / "many", docs, QUERIES, {"test": [("q1", "doc00", 1)]}))
+    real = getattr(sparse_index, window)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # what a kill leaves on disk: nothing after this point runs
+
+    monkeypatch.setattr(sparse_index, window, killed)
+    with pytest.raises(KeyboardInterrupt):
+        SpladeRetriever(Pack(), model=str(tiny_splade), batch_size=4, show_progress=False).index(dataset)
+    monkeypatch.setattr(sparse_index, window, real)
+    calls = []
+    encode = SpladeEncoder.encode
+    monkeypatch.setattr(SpladeEncoder, "encode",
+                        lambda self, texts, max_length: calls.append(len(texts)) or encode(self, texts, max_length))
+    resumed = SpladeRetriever(Pack(), model=str(tiny_splade), batch_size=4, show_progress=False)
+    with caplog.at_level(logging.INFO):
+        resumed.index(dataset)
+    assert calls == [] and resumed_how in caplog.text  # no document encoded again
+    assert sorted(p.name for p in resumed.index_location.iterdir()) == ["COMPLETE", "doc_ids.json", "docs.npy",
+                                                                        "indptr.npy", "weights.npy"]
+    assert not list(resumed.index_location.parent.glob(".*.partial"))
+    fresh = SpladeRetriever(Pack(), model=str(tiny_splade), use_cache=False, show_progress=False)
+    fresh.index(dataset)
+    assert resumed.search(dataset.queries, k=30) == fresh.search(dataset.queries, k=30) != {}
+    for name in ("docs.npy", "weights.npy", "indptr.npy", "doc_ids.json"):
+        assert (resumed.index_location / name).read_bytes() == (fresh.index_location / name).read_bytes()
 
 
 # -- training checkpoints --------------------------------------------------------------------------------

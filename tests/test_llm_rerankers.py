@@ -8,7 +8,9 @@ real test).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 
 import pytest
@@ -34,15 +36,21 @@ QUERY = Query("q1", "Do vaccines reduce severe disease?")
 
 
 # -- pointwise ---------------------------------------------------------------------------------------------------
-def direct_log_p_yes(folder, text: str, yes_words: list[str]) -> float:
-    """log P(yes) for one prompt, unbatched and unpadded, straight from transformers."""
+def direct_log_p_yes(folder, text: str, yes_words: list[str], no_words: list[str] = ()) -> float:
+    """log P(yes) for one prompt, unbatched and unpadded, straight from transformers; with ``no_words``,
+    log(P(yes) / (P(yes) + P(no))) from the probabilities themselves."""
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
-    ids = {tokenizer(v, add_special_tokens=False)["input_ids"][0] for w in yes_words for v in (w, " " + w)}
     inputs = tokenizer(text, return_tensors="pt", add_special_tokens=not text.startswith(tokenizer.bos_token))
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(**inputs).logits[0, -1].float(), dim=-1)
-    return torch.logsumexp(logprobs[sorted(ids)], dim=0).item()
+        probs = torch.softmax(model(**inputs).logits[0, -1].double(), dim=-1)
+
+    def mass(words):
+        return probs[sorted({tokenizer(v, add_special_tokens=False)["input_ids"][0] for w in words
+                             for v in (w, " " + w)})].sum().item()
+
+    yes = mass(yes_words)
+    return math.log(yes / (yes + mass(no_words))) if no_words else math.log(yes)
 
 
 def test_pointwise_scores_are_log_p_yes_pair_by_pair(tiny_causal_lm):
@@ -51,7 +59,8 @@ def test_pointwise_scores_are_log_p_yes_pair_by_pair(tiny_causal_lm):
     scores = reranker.score(QUERY, DOCS)
     description = reranker.describe()
     assert description["chat_template"] and description["yes_words"] == ["yes", "Yes"]
-    assert description["prompt"] == "pointwise" and description["prompt_version"] == "beirx-rerank-1"
+    assert description["prompt"] == "pointwise" and description["prompt_version"] == "beirx-rerank-2"
+    assert description["score"] == "yes" and "no_words" not in description
     for doc, score in zip(DOCS, scores):
         text = reranker.render(QUERY.text, doc.joined())
         assert text.startswith("<bos><start_of_turn>user\nDecide whether the document is relevant") and \
@@ -59,6 +68,43 @@ def test_pointwise_scores_are_log_p_yes_pair_by_pair(tiny_causal_lm):
                                                                                      "<start_of_turn>model\n")
         assert score == pytest.approx(direct_log_p_yes(tiny_causal_lm, text, ["yes", "Yes"]), abs=1e-5)
     assert all(s < 0 for s in scores) and len(set(scores)) == len(scores)
+
+
+@pytest.fixture(scope="module")
+def yes_no_lm(tmp_path_factory):
+    """A tiny random causal LM whose vocabulary has the answer words with and without a leading space as
+    tokens of their own (in tiny_causal_lm's, " yes" and " no" both start with the space token)."""
+    from tiny_models import build_tiny_causal_lm
+
+    lines = [d.joined() for d in DOCS] + ["Answer yes or no. yes no Yes No tak nie Tak Nie"] * 40
+    return build_tiny_causal_lm(tmp_path_factory.mktemp("yes-no-lm"), lines)
+
+
+def test_pointwise_yes_no_score_is_normalised_over_the_label_tokens(yes_no_lm, tiny_causal_lm, tmp_path):
+    reranker = LLMPointwiseReranker(str(yes_no_lm), batch_size=3, score="yes-no", show_progress=False,
+                                    use_cache=False)
+    description = reranker.describe()
+    assert (description["score"], description["no_words"]) == ("yes-no", ["no", "No"])
+    assert description["score_formula"].startswith("log P(yes) - log(P(yes) + P(no))")
+    assert len(reranker.yes_ids) == len(reranker.no_ids) == 4  # yes, Yes, " yes", " Yes" (and the no's)
+    plain = LLMPointwiseReranker(str(yes_no_lm), show_progress=False, use_cache=False)
+    assert reranker.cache_identity() != plain.cache_identity()  # the two scores are never mixed in the cache
+    scores = reranker.score(QUERY, DOCS)
+    for doc, score, unnormalised in zip(DOCS, scores, plain.score(QUERY, DOCS)):
+        text = reranker.render(QUERY.text, doc.joined())
+        assert score == pytest.approx(direct_log_p_yes(yes_no_lm, text, ["yes", "Yes"], ["no", "No"]), abs=1e-5)
+        assert unnormalised < score < 0  # P(yes) / (P(yes) + P(no)) > P(yes) over the whole vocabulary
+    polish = LLMPointwiseReranker(str(yes_no_lm), lang="pl", score="yes-no", show_progress=False,
+                                  use_cache=False)
+    assert polish.no_words == ["nie", "Nie"]
+
+    # words that share a first token are refused (tiny_causal_lm's " yes" and " no" both start with " ")
+    with pytest.raises(BeirxError, match=r"the yes words \['yes', 'Yes'\] and the no words \['no', 'No'\] share "
+                                         r"the first token\(s\) \[\d+\] in .*tiny-chat-lm's vocabulary: "
+                                         "--llm-score yes-no cannot tell them apart"):
+        LLMPointwiseReranker(str(tiny_causal_lm), score="yes-no", show_progress=False)
+    with pytest.raises(BeirxError, match=r"--llm-score must be one of yes, yes-no, got 'no'"):
+        LLMPointwiseReranker(str(tiny_causal_lm), score="no", show_progress=False)
 
 
 def test_pointwise_language_prompts_truncation_and_prompt_file(tiny_causal_lm, tmp_path, caplog):
@@ -86,17 +132,24 @@ def test_pointwise_language_prompts_truncation_and_prompt_file(tiny_causal_lm, t
     assert mine.cache_identity()["prompt_sha256"] != polish.cache_identity()["prompt_sha256"]
 
 
-def test_pointwise_reranks_bm25_through_the_cli(tiny_causal_lm, tiny_dataset, tmp_path):
+def test_pointwise_reranks_bm25_through_the_cli(yes_no_lm, tiny_dataset, tmp_path):
     out = tmp_path / "out"
     assert main(["eval", "--dataset", str(tiny_dataset), "--retriever", "bm25", "--reranker", "llm-pointwise",
-                 "--reranker-model", str(tiny_causal_lm), "--rerank-depth", "3", "--output", str(out),
-                 "--no-progress"]) == 0
+                 "--reranker-model", str(yes_no_lm), "--rerank-depth", "3", "--llm-score", "yes-no",
+                 "--output", str(out), "--no-progress"]) == 0
     [results] = [json.loads(p.read_text()) for p in out.glob("*llm-pointwise*.json")]
-    [bm25] = [read_trec(p) for p in out.glob("*.trec") if "rerank" not in p.name]
+    [bm25_path] = [p for p in out.glob("*.trec") if "rerank" not in p.name]
+    bm25 = read_trec(bm25_path)
     reranked = read_trec(out / results["run_file"])
     for qid, docs in reranked.items():  # only the first stage's top 3, reordered
         assert set(docs) == set(list(bm25[qid])[:3])
-    assert results["system"]["description"]["reranker"]["reranker"] == "llm-pointwise"
+    description = results["system"]["description"]
+    assert description["reranker"]["reranker"] == "llm-pointwise" and description["reranker"]["score"] == "yes-no"
+    # the first stage it reranked: BM25, 3 deep, and the checksum of exactly the run written beside it
+    lines = sorted((line.split() for line in bm25_path.read_text().splitlines()), key=lambda f: f[0])
+    digest = hashlib.sha256("".join(f"{f[0]}\t{f[2]}\t{f[4]}\n" for f in lines).encode()).hexdigest()
+    assert description["first_stage_run"] == {"retriever": "bm25", "system": "bm25 fields=multifield", "depth": 3,
+                                              "top_k": 1000, "run_checksum": f"sha256:{digest}"}
 
 
 # -- listwise: the parts -------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from beirx.report.build import build_report
 from beirx.report.load import load_results
 from beirx.report.render.latex import table_latex
 from beirx.report.render.markdown import table_markdown
-from beirx.report.significance import bootstrap_ci, compare, holm, randomization_test, t_test
+from beirx.significance import bootstrap_ci, compare, holm, randomization_test, t_test
 from report_docs import SCORES, SIMILARITY, document, translated_folder, write_all
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -157,7 +157,9 @@ def test_inverted_index_equals_brute_force_in_any_block_size(tmp_path):
             writer[rows] = splade_model.sparse_rows(dense[rows])
         writer.close()
         assert build_inverted(folder, num_docs, vocab, block_pairs=block) == int((dense > 0).sum())
-        assert sorted(p.name for p in folder.iterdir()) == ["COMPLETE", "docs.npy", "indptr.npy", "weights.npy"]
+        # the encoded vectors stay beside the postings: they are deleted only once the entry is sealed
+        assert sorted(p.name for p in folder.iterdir()) == ["COMPLETE", "counts.bin", "docs.npy", "indptr.npy",
+                                                            "positions.bin", "terms.bin", "weights.bin", "weights.npy"]
         built.append(InvertedIndex(folder))
     small, large = built
     assert np.array_equal(small.docs, large.docs) and np.array_equal(small.indptr, large.indptr)

@@ -143,6 +143,11 @@ def test_pooled_corpus_known_exactly(source, tmp_path):
     manifest, corpus = cut(30, "shrunk")  # depth 2 would be 9 + 24 = 33 > 30: depth 1, then 12 random
     assert manifest.method.depth_reached == 1 and manifest.counts.pooled == 9 and manifest.counts.random == 12
     assert corpus == judged | rank1 | _expected_fill(judged | rank1, 12, 7) and len(corpus) == 30
+    # the characters a translator reads: kept titles + texts + kept query texts, over the whole corpus and queries
+    chars = {d["_id"]: len(d.get("title", "")) + len(d["text"]) for d in DOCS}
+    asked = {q["_id"]: len(q["text"]) for q in QUERIES}
+    assert manifest.counts.characters == sum(chars[d] for d in corpus) + sum(asked[q] for q in keep)
+    assert manifest.counts.source_characters == sum(chars.values()) + sum(asked.values())
     import hashlib
 
     assert [p.description["sha256"] for p in manifest.pool] == [hashlib.sha256(p.read_bytes()).hexdigest()
@@ -225,7 +230,7 @@ def test_system_spellings(tmp_path):
     assert parse_system("dense:model=m,backend=onnx,quantize=int8,batch_size=8").params == {
         "model": "m", "backend": "onnx", "quantize": "int8", "batch_size": 8}
     assert parse_system("bm25:k1=0.9,b=0.4").params == {"k1": 0.9, "b": 0.4}
-    assert parse_system("dense:model=m,normalize=TRUE").params == {"model": "m", "normalize": True}
+    assert parse_system("dense:model=m,sort_by_length=FALSE").params == {"model": "m", "sort_by_length": False}
     run = tmp_path / "r.trec"
     run.write_text("q1 Q0 d1 1 1.0 x\n")
     assert isinstance(parse_system(str(run)), RunFileSpec)
@@ -261,8 +266,57 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
                  "--check", "bm25:fields=flat", "bm25", "--runs", str(run)]) == 0
     printed = capsys.readouterr().out
     assert "queries: 6 of 8 (seed 4); qrels" in printed and "documents: 20 of 40" in printed
-    assert "Kendall's tau:" in printed and "run ext.trec" in printed
+    assert "Kendall's tau:" in printed and "run ext.trec" in printed and "Spearman's rho" in printed
+    assert "resolution on the subset (6 queries): smallest difference separated" in printed
+    assert "\nRead: " in printed and "* did not pool" in printed
+    marks = {line.rsplit("  ", 1)[0].split("  ")[0]: line.rsplit("  ", 1)[1] for line in printed.splitlines()
+             if line.startswith(("bm25", "run"))}
+    # bm25 (multifield) did not pool; the run file and BM25 flat did
+    assert marks == {"bm25 fields=flat": "yes", "bm25": "NO *", "run ext.trec": "yes"}
     check = SubsetManifest.load(out / "subset.json").ranking_check
     assert [s.full_rank for s in check.systems] == sorted(s.full_rank for s in check.systems)
     assert len(check.systems) == 3 and check.split == "test" and check.metric == "NDCG@10"
     assert (out / "ranking-check" / "subset" / "runs" / "ext.trec").is_file()
+
+
+def test_unknown_system_key_names_it_and_the_allowed_keys(source, tmp_path, capsys):
+    with pytest.raises(BeirxError) as error:
+        parse_system("bm25:bm25_preset=pyserini")
+    assert str(error.value) == ("system 'bm25:bm25_preset=pyserini': bm25 has no parameter 'bm25_preset'; its "
+                                "keys are b, combine, fields, k1, length_norm, preset, tie_breaker")
+    assert main(["subset", "--dataset", str(source.root), "--queries", "2", "--pool", "bm25:multifield_combine=sum",
+                 "--output", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "bm25 has no parameter 'multifield_combine'; its keys are b, combine, fields" in err
+    assert "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+def test_pool_run_file_with_no_document_of_the_corpus_is_refused(source, tmp_path):
+    run = _run_file(tmp_path / "other.trec", {f"q{i}": ["x1", "x2"] for i in range(1, 9)})
+    with pytest.raises(DataError, match=r"other.trec: none of the 2 document IDs this run file ranks for the kept "
+                                        r"queries is in .*corpus.jsonl \(e.g. 'x1'\); is it a run on another corpus\?"):
+        make_subset(source, tmp_path / "x", queries=2, pool=parse_pool([str(run)]), depth=2, show_progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_default_recipe_keeps_every_judged_query_and_cuts_documents(source, tmp_path, capsys):
+    """No size options: every judged query (up to the cap) and a 1,500-document budget (the default pool,
+    BM25 flat + e5-small, is replaced by BM25 flat alone here: no model in the tests)."""
+    from beirx.subsets import recipe
+
+    assert main(["subset", "--dataset", str(source.root), "--pool", "bm25:fields=flat",
+                 "--output", str(tmp_path / "d")]) == 0
+    printed = capsys.readouterr().out
+    manifest = SubsetManifest.load(tmp_path / "d" / "subset.json")
+    assert manifest.query_ids == [f"q{i}" for i in range(1, 9)] and manifest.method.queries_cap is True
+    assert (manifest.method.queries, manifest.method.max_docs, manifest.method.depth) == (
+        recipe.QUERY_CAP, recipe.MAX_DOCS, recipe.DEPTH) == (1000, 1500, 100)
+    assert [p.spec for p in manifest.pool] == ["bm25:fields=flat"]
+    assert recipe.POOL == ["bm25:fields=flat", "dense:intfloat/multilingual-e5-small"]
+    assert "queries: 8 of 8 (every judged query up to 1,000); qrels" in printed
+    assert "documents: 40 of 40" in printed and "characters to translate: " in printed
+    assert main(["subset", "--dataset", str(source.root), "--queries", "3", "--no-max-docs", "--depth", "1", "--pool", "bm25",
+                 "--output", str(tmp_path / "old")]) == 0
+    old = SubsetManifest.load(tmp_path / "old" / "subset.json")
+    assert old.method.max_docs is None and old.counts.random == 0 and old.counts.queries == 3
+    assert old.method.queries_cap is False

@@ -20,7 +20,8 @@ from beirx.errors import BeirxError
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.runs import read_trec
 from beirx.subsets.cut import make_subset
-from beirx.subsets.check import check_ranking, compare, kendall_tau
+from beirx.subsets import fidelity
+from beirx.subsets.check import check_ranking, compare, kendall_tau, reading, took_part
 from beirx.subsets.system_args import parse_pool, parse_systems
 
 
@@ -92,7 +93,9 @@ def test_report_shows_the_check(pair, tmp_path):
     table = report.tables["ranking_check"]
     assert [c.value for c in table.rows[0][:2]] == ["toy-subset (6 q, 20 docs)",
                                                     SubsetManifest.find(subset.root).ranking_check.systems[0].label]
-    assert len(table.rows) == 2 and table.rows[0][6].value == SubsetManifest.find(subset.root).ranking_check.tau
+    check = SubsetManifest.find(subset.root).ranking_check
+    assert len(table.rows) == 2 and table.rows[0][7].value == check.tau and table.rows[0][9].value == check.rho
+    assert {row[1].value: row[2].value for row in table.rows}["bm25"] == "no ‡"  # only bm25:fields=flat pooled
     assert "Subset ranking check" in (tmp_path / "report" / "report.md").read_text()
 
 
@@ -138,3 +141,71 @@ def test_dry_run_states_the_share_of_the_full_dataset(tmp_path, capsys):
     assert main(["translate", "--dataset", str(full.root), "--lang", "xx", "--translator", "word-reverser",
                  "--dry-run"]) == 0
     assert "share_of_full" not in json.loads(capsys.readouterr().out)
+
+
+def test_noise_figures_by_hand():
+    """Four queries, three systems: rho, tau's bootstrap interval, resolutions and verdicts known exactly."""
+    q = ["a", "b", "c", "d"]
+    full_pq = {"x": dict(zip(q, [1.0, 1.0, 1.0, 1.0])), "y": dict(zip(q, [0.0, 0.0, 0.0, 0.0])),
+               "z": dict(zip(q, [0.5, 0.6, 0.4, 0.5]))}
+    sub_pq = {"x": dict(zip(q, [0.0, 0.0, 0.0, 0.0])), "y": dict(zip(q, [1.0, 1.0, 1.0, 1.0])),
+              "z": dict(zip(q, [0.5, 0.7, 0.3, 0.5]))}
+    labels = ["x", "y", "z"]
+    full, sub = [1.0, 0.0, 0.5], [0.0, 1.0, 0.5]
+    check = compare(labels, full, sub, metric="NDCG@10", split="test", threshold=0.9, full_checksum="f",
+                    subset_checksum="s", per_query=[(full_pq[s], sub_pq[s]) for s in labels],
+                    pooled=[True, False, True])
+    assert check.tau == -1.0 and check.rho == -1.0
+    # every resample keeps each system's mean, so every resampled tau is -1
+    assert check.tau_interval == [-1.0, -1.0]
+    # 4 queries: the exact sign-flip test has 16 flips; x vs y differ by 1 on every query: p = 2/16 = 0.125
+    res = check.subset_resolution
+    assert res.queries == 4 and res.smallest_separated is None and res.largest_unresolved == 1.0
+    assert check.reading == ("this subset separates no pair of the checked systems at 95% (4 queries): read none of "
+                             "their differences from it")
+    assert [(w.first, w.second, w.verdict) for w in check.swaps] == [("x", "z", "noise on both"),
+                                                                     ("x", "y", "noise on both"),
+                                                                     ("z", "y", "noise on both")]
+    assert check.swaps[1].full_p == pytest.approx(0.125) and check.swaps[1].subset_p == pytest.approx(0.125)
+    assert {s.label: s.pooled for s in check.systems} == {"x": True, "y": False, "z": True}
+
+
+def test_resolution_and_verdicts():
+    means = {"a": 0.50, "b": 0.49, "c": 0.40}
+    p = {("a", "b"): 0.30, ("a", "c"): 0.01, ("b", "c"): 0.04}
+    resolved = fidelity.resolution(means, p)
+    assert resolved.smallest_separated == pytest.approx(0.09) and resolved.largest_unresolved == pytest.approx(0.01)
+    assert [fidelity.verdict(pf, ps) for pf, ps in [(0.2, 0.3), (0.01, 0.3), (0.3, 0.01), (0.01, 0.02)]] == [
+        "noise on both", "noise on the subset", "noise on the full set", "disagreement"]
+    from beirx.artifacts.subset import Resolution
+
+    assert reading(Resolution(test="t", queries=300, smallest_separated=0.0123, largest_unresolved=0.03)) == (
+        "differences below 0.012 are not resolved at 95% on this subset (300 queries), nor is every difference up "
+        "to 0.030")
+    assert fidelity.spearman_rho([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
+
+
+def test_pooled_systems_are_recognised(tmp_path):
+    from beirx.artifacts.subset import PoolSystem
+    from beirx.evaluate.specs import FusionSpec, RunFileSpec, SystemSpec
+
+    run = _run_file(tmp_path / "r.trec", {"q1": ["d01"]})
+    other = _run_file(tmp_path / "o.trec", {"q1": ["d02"]})
+    sha = __import__("hashlib").sha256(run.read_bytes()).hexdigest()
+    pool = [PoolSystem(spec="bm25:fields=flat", label="x", description={"retriever": "bm25"}),
+            PoolSystem(spec=str(run), label="run", description={"retriever": "run_file", "path": str(run),
+                                                                 "sha256": sha})]
+    flat = SystemSpec("bm25", {"fields": "flat"}, name="renamed")
+    assert took_part(flat, pool) and not took_part(SystemSpec("bm25", {}), pool)
+    assert took_part(RunFileSpec(run), pool) and not took_part(RunFileSpec(other), pool)
+    assert took_part(FusionSpec([flat, RunFileSpec(run)], "rrf"), pool)
+    assert not took_part(FusionSpec([flat, RunFileSpec(other)], "rrf"), pool)
+
+
+def test_version_1_manifest_still_loads(pair):
+    _, subset = pair
+    path = subset.root / "subset.json"
+    data = json.loads(path.read_text())
+    data["schema_version"] = "beirx.subset/1"
+    path.write_text(json.dumps(data))
+    assert SubsetManifest.load(path).schema_version == "beirx.subset/2"

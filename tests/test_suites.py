@@ -105,6 +105,12 @@ batch_size = 8
     translate = builder.ran[2]
     assert translate.details["translated"] == translate.details["segments_unique"] > 0
     assert translate.details["share_of_full"]["segments_unique"] == round((20 + 20 + 6) / (40 + 40 + 10), 6)
+    manifest = SubsetManifest.find(subset.root)
+    # the cost beside the fidelity: the subset's share of the characters, and the check's figures
+    assert builder.ran[0].details["characters_share"] == round(manifest.counts.characters
+                                                               / manifest.counts.source_characters, 6)
+    assert builder.ran[1].details["rho"] == check.rho and builder.ran[1].details["reading"] == check.reading
+    assert builder.ran[1].details["not_pooled"] == ["bm25"] and builder.ran[1].details["tau_interval"] == check.tau_interval
     assert (out / "translated" / "toy-es" / "quality" / "quality.json").is_file()
     assert builder.ran[3].details["validate"] == "IDs and qrels identical"
     card = (out / "publish" / "toy-es" / "README.md").read_text(encoding="utf-8")

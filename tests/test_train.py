@@ -349,3 +349,104 @@ def test_language_comes_from_the_dataset_when_lang_is_absent(tiny_dataset, tiny_
     data = load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang=None), False)
     assert data.lang == "es"
     assert load_training_data(options(tiny_dataset, tiny_bi_encoder, tmp_path / "o", lang="en"), False).lang == "en"
+
+
+# -- GradCache ----------------------------------------------------------------------------------------
+GRADCACHE_ROWS = {  # query, positive, hard negative
+    "query": ["which animals hunt mice", "largest ocean animal", "loyal companion dog", "birds can fly"],
+    "passage": ["Cats are small domestic animals that hunt mice.", "Whales are the largest animals in the ocean.",
+                "Dogs are loyal animals and good companions.", "Birds can fly and sing."],
+    "negative_1": ["Mice are small rodents.", "Birds can fly and sing.", "Cats hunt them at night.",
+                   "Whales are the largest animals."],
+}
+
+
+def _loss_gradient(model_dir, loss_class, dropout: bool, **loss_kw) -> tuple[float, dict]:
+    """The loss on :data:`GRADCACHE_ROWS` and the encoder's gradient, seed 0 before the forward pass; one forward
+    per column (sentence-transformers would otherwise merge the document columns into one forward, which draws
+    other dropout masks)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.losses.merged_forward import column_merging_disabled
+
+    model = SentenceTransformer(str(model_dir), device="cpu")
+    model.train(dropout)
+    features = [model.tokenize(texts) for texts in GRADCACHE_ROWS.values()]
+    loss_fn = loss_class(model, scale=bi_encoder.SCALE, **loss_kw)
+    torch.manual_seed(0)
+    with column_merging_disabled():
+        loss = loss_fn(features, None)
+    loss.backward()
+    return loss.item(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("mini_batch_size,dropout", [(1, False), (3, False), (4, True)])
+def test_gradcache_gradient_equals_the_plain_in_batch_loss(tiny_bi_encoder, mini_batch_size, dropout):
+    """GradCache (Gao et al., 2021) is exact: the loss and the encoder's gradient equal those of the plain
+    in-batch loss over the same batch (3 columns: query, positive, hard negative), whatever the mini-batch size
+    without dropout, and with dropout when a mini-batch holds a whole column (its masks are drawn in the same
+    order and replayed from the same random state in GradCache's second pass)."""
+    from sentence_transformers.sentence_transformer.losses import (CachedMultipleNegativesRankingLoss,
+                                                                   MultipleNegativesRankingLoss)
+
+    plain_loss, plain = _loss_gradient(tiny_bi_encoder, MultipleNegativesRankingLoss, dropout)
+    cached_loss, cached = _loss_gradient(tiny_bi_encoder, CachedMultipleNegativesRankingLoss, dropout,
+                                         mini_batch_size=mini_batch_size)
+    assert cached_loss == pytest.approx(plain_loss, rel=1e-6)
+    assert plain_loss > 0.5  # a random encoder: far from a solved batch, so the gradient is not ~0
+    assert cached.keys() == plain.keys() and len(plain) > 10
+    largest = max(grad.abs().max().item() for grad in plain.values())
+    for name, grad in plain.items():  # float32 sums in another order: 1e-4 relative, 1e-6 of the largest entry
+        torch.testing.assert_close(cached[name], grad, rtol=1e-4, atol=1e-6 * largest, msg=name)
+
+
+# -- --evaluate ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["bi-encoder", "cross-encoder"])
+def test_evaluate_compares_base_and_trained_as_beirx_eval_does(kind, tiny_dataset, tiny_bi_encoder,
+                                                                tiny_cross_encoder, tmp_path, capsys):
+    import shutil
+
+    from scipy import stats
+
+    shutil.copy(tiny_dataset / "qrels" / "test.tsv", tiny_dataset / "qrels" / "dev.tsv")  # a held-out split
+    base = tiny_bi_encoder if kind == "bi-encoder" else tiny_cross_encoder
+    out = tmp_path / "model"
+    common = ["train", kind, "--dataset", str(tiny_dataset), "--split", "test", "--model", str(base), "--device",
+              "cpu", "--batch-size", "2", "--max-steps", "2", "--negatives", "1", "--no-progress"]
+    # a split without qrels, or the training split, is refused before any training
+    assert main([*common, "--output", str(out), "--evaluate", "val"]) == 2
+    assert f"--evaluate val: {tiny_dataset / 'qrels' / 'val.tsv'} does not exist (splits of tiny: dev, test)" \
+        in capsys.readouterr().err
+    assert main([*common, "--output", str(out), "--evaluate", "test"]) == 2
+    assert "--evaluate test is the training split" in capsys.readouterr().err
+    assert not out.exists()
+
+    assert main([*common, "--output", str(out), "--evaluate", "dev"]) == 0
+    printed = capsys.readouterr().out
+    folder = tmp_path / "model-evaluation"
+    summary = json.loads((folder / "evaluation.json").read_text())
+    assert read_front_matter(out / "README.md")["beirx"]["evaluation"] == summary
+    assert sorted(p.name for p in out.iterdir() if p.is_dir() and "evaluation" in p.name) == []  # not in the model
+
+    # the same figures as beirx eval run on each model by hand
+    by_hand = {}
+    for name, model in (("base", base), ("trained", out)):
+        flags = (["--retriever", "dense", "--model", str(model)] if kind == "bi-encoder" else
+                 ["--retriever", "bm25", "--reranker", "cross-encoder", "--reranker-model", str(model)])
+        assert main(["eval", "--dataset", str(tiny_dataset), "--split", "dev", *flags, "--device", "cpu",
+                     "--output", str(tmp_path / name), "--no-progress"]) == 0
+        [path] = [p for p in (tmp_path / name).glob("*.json") if kind == "bi-encoder" or "rerank" in p.name]
+        by_hand[name] = ResultsDocument.load(path)
+    for name in ("base", "trained"):
+        saved = ResultsDocument.load(folder / summary[name]["results_file"])
+        assert saved.per_query == by_hand[name].per_query
+        assert summary[name]["NDCG@10"] == round(by_hand[name].metrics["NDCG@10"], 6)
+        assert summary[name]["Recall@100"] == round(by_hand[name].metrics["Recall@100"], 6)
+    qids = sorted(by_hand["base"].per_query)
+    a, b = ([by_hand[n].per_query[q]["NDCG@10"] for q in qids] for n in ("base", "trained"))
+    diff = summary["difference"]["NDCG@10"]
+    assert diff["trained_minus_base"] == round(sum(b) / 3 - sum(a) / 3, 6) and diff["queries"] == 3
+    expected_t = stats.ttest_rel(b, a).pvalue
+    assert diff["paired_t_p"] == (1.0 if a == b else round(float(expected_t), 6))
+    assert 0 < diff["randomization_p"] <= 1  # 3 queries: the exact test over all 8 sign flips
+    assert (f"NDCG@10: base {summary['base']['NDCG@10']:.4f}, trained {summary['trained']['NDCG@10']:.4f}"
+            in printed and "evaluation on tiny [en/dev]" in printed)

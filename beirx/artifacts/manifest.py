@@ -69,6 +69,9 @@ class HumanCorrections:
     log: str = fld("the file (relative to the dataset) keeping each record's machine output and its correction")
     annotators: list[str] = fld("whose corrections were applied")
     applied: str = fld("UTC time of the last apply (ISO 8601)")
+    checksum: str | None = optional("content checksum of the data the last apply wrote (null: written by an older "
+                                    "beirx, which did not record it); a change to the data since makes the review "
+                                    "no longer describe it")
 
 
 @dataclass(kw_only=True)

@@ -21,7 +21,8 @@ from typing import Any
 from beirx.artifacts.base import Artifact, fld, optional, utc_now
 from beirx.artifacts.manifest import DatasetSide, TranslationManifest
 
-SCHEMA = "beirx.subset/1"
+SCHEMA = "beirx.subset/2"
+READS = ("beirx.subset/1",)  # older versions read as they are: every field added since is optional
 FILENAME = "subset.json"
 SUFFIX = "-subset"
 
@@ -45,13 +46,15 @@ class PoolSystem:
 class SubsetMethod:
     """How queries and documents were chosen."""
 
-    queries: int = fld("queries asked for")
+    queries: int = fld("queries asked for (with queries_cap: the cap)")
     stratify: bool = fld("queries sampled within strata of equal number of relevant documents, in proportion")
     seed: int = fld("seed of the query sample and of the random fill")
     depth: int = fld("pool depth asked for (top documents per query and system)")
     depth_reached: int = fld("pool depth actually pooled: lower than depth when judged + pooled documents would "
                              "exceed max_docs (the same depth for every query and system)")
     max_docs: int | None = fld("corpus size asked for; the random fill tops the corpus up to it (null: no fill)")
+    queries_cap: bool | None = optional("true: every judged query up to 'queries' was kept (the default recipe), "
+                                        "not a sample of that size")
 
 
 @dataclass(kw_only=True)
@@ -68,6 +71,9 @@ class SubsetCounts:
     pooled: int = fld("documents pooled by the systems that are not judged")
     random: int = fld("documents of the random fill")
     documents: int = fld("documents in the subset's corpus")
+    characters: int | None = optional("characters of the kept titles, texts and query texts: what a translator reads "
+                                      "(beirx translate --dry-run adds segments, tokens and money)")
+    source_characters: int | None = optional("the same count over the source's whole corpus and queries file")
 
 
 @dataclass(kw_only=True)
@@ -81,6 +87,34 @@ class SystemAgreement:
     subset_rank: int = fld("rank on the subset")
     full_results: str | None = optional("results document on the full set")
     subset_results: str | None = optional("results document on the subset")
+    pooled: bool | None = optional("took part in pooling (itself, or every input of a fusion, the first stage of a "
+                                   "reranker); false: its own non-relevant top documents may be missing from the "
+                                   "subset, which flatters it (pool bias); null: not known (a version-1 check)")
+
+
+@dataclass(kw_only=True)
+class Resolution:
+    """Which differences a side separates: every pair of systems compared by a paired test over its queries."""
+
+    test: str = fld("the paired test, its settings and the level (per pair, uncorrected)")
+    queries: int = fld("queries the test pairs over")
+    smallest_separated: float | None = fld("the smallest |difference| of the metric separated at the level: every "
+                                           "smaller difference is unresolved (null: no pair is separated)")
+    largest_unresolved: float | None = fld("the largest |difference| not separated (null: every pair is)")
+
+
+@dataclass(kw_only=True)
+class Swap:
+    """A pair of systems ordered differently on the subset, and whether that is noise or a disagreement."""
+
+    first: str = fld("the system ranked higher on the full set")
+    second: str = fld("the other system")
+    full_difference: float = fld("first - second on the full set (> 0)")
+    subset_difference: float = fld("first - second on the subset (< 0)")
+    full_p: float = fld("p-value of the pair's paired test on the full set")
+    subset_p: float = fld("p-value of the pair's paired test on the subset")
+    verdict: str = fld("'noise on both', 'noise on the subset', 'noise on the full set' (the side that does not "
+                       "separate the pair at the level), or 'disagreement' (both separate it, in opposite directions)")
 
 
 @dataclass(kw_only=True)
@@ -96,6 +130,13 @@ class RankingCheck:
     threshold: float = fld("tau below this warns: the subset does not rank like the full set")
     warning: str | None = fld("the warning, null when tau reaches the threshold")
     swapped: list[str] = fld("pairs of systems ordered differently on the subset, with both differences")
+    rho: float | None = optional("Spearman's rho between the same two orderings (scipy.stats.spearmanr)")
+    tau_interval: list[float] | None = optional("[low, high]: 95% percentile-bootstrap interval of tau, the "
+                                                "subset's queries resampled with replacement (full-set scores fixed)")
+    subset_resolution: Resolution | None = optional("what the subset separates (beirx report's paired test)")
+    full_resolution: Resolution | None = optional("what the full set separates, by the same test")
+    swaps: list[Swap] = optional("every swapped pair with its p-values and verdict", default_factory=list)
+    reading: str | None = optional("in one sentence, which differences a user may read from the subset")
     full_checksum: str = fld("'sha256:<hex>' of the full dataset checked against")
     subset_checksum: str = fld("'sha256:<hex>' of the subset")
     created: str = fld("UTC time of the check (ISO 8601)", default_factory=utc_now)
@@ -122,6 +163,12 @@ class SubsetManifest(Artifact):
     timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)
+
+    @classmethod
+    def _upgrade(cls, data: dict[str, Any], source: str) -> dict[str, Any]:
+        if data.get(cls.SCHEMA_FIELD) in READS:
+            data = {**data, cls.SCHEMA_FIELD: cls.SCHEMA}
+        return super()._upgrade(data, source)
 
     @property
     def family(self) -> str:

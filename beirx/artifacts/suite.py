@@ -18,7 +18,6 @@ from beirx.artifacts.base import Artifact, fld, optional, utc_now
 
 SCHEMA = "beirx.suite/1"
 FILENAME = "suite.json"
-STEPS = ("subset", "check", "translate", "quality", "publish", "benchmark")
 
 
 @dataclass(kw_only=True)

@@ -63,6 +63,9 @@ def run(args) -> int:
         raise BeirxError(f"the encoder {args.encoder} is not in the local Hugging Face cache and the Hub cannot be "
                          f"reached ({exc.cause}); pass --encoder DIR (a local multilingual sentence-transformers "
                          "folder)") from exc
+    finally:
+        for method in methods:
+            method.close()
     print(f"{'field':<8} {'pairs':>6} {'flagged':>8}  means / flags")
     for field, entry in report.fields.items():
         means = ", ".join(f"{score} {d.mean:.4f}" for score, d in entry.scores.items() if d.mean is not None)

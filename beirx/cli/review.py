@@ -14,6 +14,7 @@ import argparse
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import quote
 
 from beirx.argtypes import non_negative_int, port_number, positive_int, rating
 from beirx.errors import BeirxError
@@ -74,7 +75,7 @@ def _serve(args) -> int:
     from beirx.artifacts.quality import QualityReport
     from beirx.data.resolve import resolve_translation
     from beirx.review.sample import draw
-    from beirx.review.server import is_loopback, serve
+    from beirx.review.server import is_loopback, listen, serve
     from beirx.review.store import ReviewStore
 
     if not is_loopback(args.host) and not args.token:
@@ -83,7 +84,12 @@ def _serve(args) -> int:
     source, translated = resolve_translation(args.target, args.source, args.lang, args.src)
     if args.sample is None and not ReviewStore.path_in(translated.root).is_file():
         raise BeirxError(f"{translated.root} has no review yet: say how many items to draw with --sample N")
+    sock = listen(args.host, args.port)  # a port in use stops here, before anything is written or printed
     store = ReviewStore.in_folder(translated.root, create=True)
+    if store.read_only:
+        raise BeirxError(f"{store.path.parent} is read-only (a read-only file system or folder): the review app saves "
+                         f"every rating there, so it cannot run; the review in {store.path} is intact. Make the "
+                         "folder writable, or copy the dataset to a writable place and review the copy")
     if not store.has_sample():
         quality_path = args.quality or QualityReport.path_in(translated.root)
         quality = QualityReport.load_optional(quality_path, "drawing the sample without a 'worst' stratum")
@@ -106,9 +112,9 @@ def _serve(args) -> int:
         token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(16)
     link = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
     print(f"review {translated.root}: {store.size()} items, {store.rating_count()} ratings so far")
-    print(f"open {link}{'?token=' + token if token else ''}  (Ctrl+C stops; every submitted rating is already saved)",
-          flush=True)
-    serve(store, args.host, args.port, token, (source.lang, translated.lang))
+    print(f"open {link}{'?token=' + quote(token, safe='') if token else ''}  (Ctrl+C stops; every submitted rating "
+          "is already saved)", flush=True)
+    serve(store, sock, args.host, token, (source.lang, translated.lang))
     return 0
 
 

@@ -1,7 +1,12 @@
 """``beirx subset``: cut a small benchmark that ranks like the big one, and check that it does.
 
+    beirx subset --dataset D --output DIR [--check SYSTEM... | --check-config grid.toml]
     beirx subset --dataset D --queries 50 --pool bm25 dense:MODEL --depth 100 --max-docs 1500 --seed 0
-                 --output DIR [--stratify] [--check SYSTEM... | --check-config grid.toml]
+                 --output DIR [--stratify]
+
+Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000, a
+1,500-document corpus of the judged documents, the pool of BM25 flat and multilingual-e5-small at the depth
+that fits, and a random fill.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
@@ -18,6 +23,7 @@ from pathlib import Path
 from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_float
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
+from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, QUERY_CAP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,16 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--dataset", help="catalogue name, BEIR folder (a translation too) or hf:ORG/NAME")
     make.add_argument("--lang", default=None, help="the dataset's language (default: what it states, else en)")
     make.add_argument("--split", default=None, help="qrels split to sample (default: the catalogue's test split)")
-    make.add_argument("--queries", type=positive_int, default=50, help="queries to keep (default 50)")
+    make.add_argument("--queries", type=positive_int, default=None,
+                      help=f"queries to keep, a seeded sample (default: every judged query, up to {QUERY_CAP:,})")
     make.add_argument("--stratify", action="store_true",
                       help="sample in proportion within groups of equal number of relevant documents")
-    make.add_argument("--pool", nargs="+", default=["bm25"], metavar="SYSTEM",
-                      help="systems whose top --depth documents join the corpus (default bm25)")
-    make.add_argument("--depth", type=non_negative_int, default=100,
-                      help="pool depth per query and system (default 100; shrinks to fit --max-docs)")
-    make.add_argument("--max-docs", type=positive_int, default=None,
-                      help="corpus size: judged + pooled documents, topped up with a seeded random fill "
-                           "(default: no fill, the full pool)")
+    make.add_argument("--pool", nargs="+", default=POOL, metavar="SYSTEM",
+                      help=f"systems whose top --depth documents join the corpus (default {' '.join(POOL)})")
+    make.add_argument("--depth", type=non_negative_int, default=DEPTH,
+                      help=f"pool depth per query and system (default {DEPTH}; shrinks to fit --max-docs)")
+    make.add_argument("--max-docs", type=positive_int, default=MAX_DOCS,
+                      help=f"corpus size: judged + pooled documents, topped up with a seeded random fill (default "
+                           f"{MAX_DOCS:,})")
+    make.add_argument("--no-max-docs", dest="max_docs", action="store_const", const=None,
+                      help="no corpus budget: the judged documents and the whole pool at --depth, no fill")
     make.add_argument("--seed", type=int, default=0, help="seed of the query sample and the fill (default 0)")
     make.add_argument("--output", type=output_dir, help="the subset's folder")
     check = parser.add_argument_group("ranking check")
@@ -51,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
     check.add_argument("--metric", default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    check.add_argument("--permutations", type=positive_int, default=10_000,
+                       help="permutations of the paired randomization test behind the resolution (default 10,000, "
+                            "as beirx report)")
     parser.add_argument("--no-index-cache", action="store_true", help="recompute indexes and embeddings")
 
 
@@ -74,18 +86,42 @@ def _run_check(args, full, subset) -> None:
     output = args.check_output or subset.root / "ranking-check"
     check = check_ranking(full, subset, systems, output, metric=args.metric,
                           threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
-                          show_progress=show_progress(args), use_cache=not args.no_index_cache)
+                          show_progress=show_progress(args), use_cache=not args.no_index_cache,
+                          permutations=args.permutations)
+    print_check(check, output)
+
+
+def print_check(check, output) -> None:
+    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement."""
     width = max(len(s.label) for s in check.systems)
-    print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset")
+    print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset  pooled")
     for s in check.systems:
-        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}")
+        pooled = {True: "yes", False: "NO *", None: "?"}[s.pooled]
+        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  {pooled}")
+    if any(s.pooled is False for s in check.systems):
+        print("* did not pool: its own non-relevant top documents may be missing from the subset, which flatters it "
+              "(pool bias); pool from it too (--pool), or read its rank with care")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
     p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
-    print(f"Kendall's tau: {tau}{p}, threshold {check.threshold:g}; runs and results in {output}")
+    interval = f", 95% CI [{check.tau_interval[0]:.3f}, {check.tau_interval[1]:.3f}]" if check.tau_interval else ""
+    rho = "" if check.rho is None else f"; Spearman's rho {check.rho:.4f}"
+    print(f"Kendall's tau: {tau}{p}{interval}{rho}; threshold {check.threshold:g}; runs and results in {output}")
+    for side, resolved in (("subset", check.subset_resolution), ("full set", check.full_resolution)):
+        if resolved is not None:
+            smallest = "none" if resolved.smallest_separated is None else f"{resolved.smallest_separated:.4f}"
+            largest = "none" if resolved.largest_unresolved is None else f"{resolved.largest_unresolved:.4f}"
+            print(f"resolution on the {side} ({resolved.queries} queries): smallest difference separated {smallest}, "
+                  f"largest not separated {largest}")
     if check.warning:
         print(f"WARNING: {check.warning}")
-        for pair in check.swapped:
-            print(f"  swapped: {pair}")
+    for swap in check.swaps:
+        print(f"  swapped: {swap.first} vs {swap.second}: {swap.full_difference:+.4f} on the full set, "
+              f"{swap.subset_difference:+.4f} on the subset -> {swap.verdict} (p = {swap.full_p:.3g} full, "
+              f"{swap.subset_p:.3g} subset)")
+    for pair in check.swapped if not check.swaps else []:  # a version-1 check has no verdicts
+        print(f"  swapped: {pair}")
+    if check.reading:
+        print(f"Read: {check.reading}.")
 
 
 def run(args) -> int:
@@ -116,11 +152,15 @@ def run(args) -> int:
                            show_progress=show_progress(args), use_cache=not args.no_index_cache)
     counts, method = manifest.counts, manifest.method
     print(f"{args.output}: subset {manifest.name} ({manifest.language}, split {manifest.split}) of {dataset.root}")
-    print(f"queries: {counts.queries} of {counts.candidate_queries} (seed {method.seed}"
+    how = f"every judged query up to {method.queries:,}" if method.queries_cap else f"seed {method.seed}"
+    print(f"queries: {counts.queries} of {counts.candidate_queries} ({how}"
           f"{', stratified' if method.stratify else ''}); qrels {counts.qrels}")
     print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
           f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
           + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
+    print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
+          f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; beirx translate --dry-run "
+          "gives segments, tokens and money)")
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0

@@ -35,6 +35,8 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
         parser.add_argument("--mini-batch-size", type=positive_int, default=None,
                             help="texts encoded per forward/backward pass (GradCache: the gradient is the whole "
                                  "batch's, the memory one mini-batch's; default 8)")
+        parser.add_argument("--scale", type=positive_float, default=None,
+                            help="similarity scale of the loss, 1/temperature (default 20)")
     parser.add_argument("--max-memory", type=positive_float, default=None, metavar="GB",
                         help="peak memory the training may use; it stops before the first step, naming options "
                              "that fit, when the estimate is larger (default: the memory available at the start)")
@@ -52,6 +54,12 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
                                                                      "checkpoint, and always at the end)")
     parser.add_argument("--eval-candidates", type=int, default=50,
                         help="BM25 documents pooled per validation query (default 50)")
+    parser.add_argument("--evaluate", default=None, metavar="SPLIT",
+                        help="after training, evaluate the base and the trained model on SPLIT (e.g. test) as beirx "
+                             "eval does (full corpus; " + ("dense retrieval" if kind == "bi-encoder" else
+                                                           "reranking BM25's top 100") +
+                             "), print both with the paired significance of the difference, and record them in the "
+                             "card and OUTPUT-evaluation/evaluation.json")
     parser.add_argument("--save-steps", type=int, default=500, help="checkpoint every N steps (default 500)")
     parser.add_argument("--logging-steps", type=int, default=10, help="log the loss every N steps (default 10)")
     parser.add_argument("--device", default=None, help="cpu, or cuda (every visible GPU; default when present)")
@@ -82,8 +90,9 @@ def run(args) -> int:
                         negatives=args.negatives, device=args.device, fp16=args.fp16,
                         keep_checkpoints=args.keep_checkpoints, overwrite=args.overwrite,
                         eval_split=args.eval_split, eval_steps=args.eval_steps,
-                        eval_candidates=args.eval_candidates, max_memory=args.max_memory,
-                        **({"mini_batch_size": args.mini_batch_size} if args.kind == "bi-encoder" else {}))
+                        eval_candidates=args.eval_candidates, max_memory=args.max_memory, evaluate=args.evaluate,
+                        **({"mini_batch_size": args.mini_batch_size, "scale": args.scale}
+                           if args.kind == "bi-encoder" else {}))
     if args.kind == "bi-encoder":
         from beirx.train.bi_encoder import train_bi_encoder as train
     else:
@@ -99,4 +108,12 @@ def run(args) -> int:
           f"  parameters: {json.dumps(record['parameters'])}")
     for entry in run_info["validation"] or ():
         print(f"  validation [{data['validation']['split']}] step {entry['step']}: nDCG@10 {entry['ndcg@10']:.4f}")
+    if record.get("evaluation"):
+        from beirx.train.evaluation import lines
+
+        summary = record["evaluation"]
+        print(f"  evaluation on {summary['dataset']} [{summary['language']}/{summary['split']}] "
+              f"({summary['system']}, full corpus; {summary['folder']}):")
+        for line in lines(summary):
+            print(f"    {line}")
     return 0

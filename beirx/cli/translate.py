@@ -93,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument("--api", choices=("chat", "completions"),
                      help="chat completions (default), or few-shot plain completions for base models")
     llm.add_argument("--concurrency", type=positive_int, help="requests in flight (default 8)")
-    llm.add_argument("--timeout", type=positive_float, help="seconds per request attempt (default 120)")
+    llm.add_argument("--timeout", type=positive_float, help="seconds a request attempt may go without progress (no "
+                     "answer yet, no new token; default 120); an attempt ends after 10x that in all")
     llm.add_argument("--retries", type=non_negative_int,
                      help="rejected answers sent again with a stricter prompt (default 2)")
     llm.add_argument("--fallback", metavar="TRANSLATOR",
@@ -139,18 +140,24 @@ def default_output(dataset, lang: str, limit: int | None) -> Path:
 
 
 def run(args) -> int:
-    from beirx.data.cache import cache_dir
-    from beirx.data.resolve import resolve_dataset
-    from beirx.translate import budget, pipeline
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.memory import TranslationMemory
-    from beirx.translate.shards import shard_count
 
     if args.lang == args.src:
         raise BeirxError(f"--lang and --src are both {args.lang!r}")
     # Backend, options and credential first: a typo or a missing key fails before any download or segmenting.
     translator_class = TRANSLATORS.get(args.translator)
     translator = translator_class(args.src, args.lang, args.model, **translator_options(args, translator_class))
+    with translator:  # its connections and threads are released however the run ends
+        return _run(args, translator)
+
+
+def _run(args, translator) -> int:
+    from beirx.data.cache import cache_dir
+    from beirx.data.resolve import resolve_dataset
+    from beirx.translate import budget, pipeline
+    from beirx.translate.memory import TranslationMemory
+    from beirx.translate.shards import shard_count
+
     if not args.dry_run:
         translator.check_ready()
     dataset = resolve_dataset(args.dataset, lang=args.src)

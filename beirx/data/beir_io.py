@@ -17,7 +17,7 @@ import logging
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from beirx.atomic import atomic_writer
 from beirx.data.ids import INT32, id_problem, text_problem
@@ -295,12 +295,21 @@ def query_to_json(query: Query) -> dict:
     return obj
 
 
+#: characters JSON leaves raw that line-based readers (``str.splitlines``, JavaScript, many editors) take for a
+#: line break; escaped, so every record stays on one line for every reader
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def jsonl_line(obj: Any) -> str:
+    """``obj`` as one JSON Lines record (UTF-8 text, ending in a newline, no other line break in it)."""
+    return json.dumps(obj, ensure_ascii=False).translate(_LINE_BREAKS) + "\n"
+
+
 def _write_jsonl(path: Path, objs: Iterable[dict]) -> int:
     count = 0
     with atomic_writer(path, gzip_=str(path).endswith(".gz")) as fh:
         for obj in objs:
-            fh.write(json.dumps(obj, ensure_ascii=False))
-            fh.write("\n")
+            fh.write(jsonl_line(obj))
             count += 1
     return count
 

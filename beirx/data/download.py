@@ -16,7 +16,6 @@ import logging
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
@@ -28,10 +27,10 @@ from beirx.errors import BeirxError
 from beirx.network import reason, unreachable
 from beirx.progress import progress as progress_bar
 from beirx.redact import redact_url
+from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = {408, 429, 500, 502, 503, 504}
 CHUNK = 1 << 16
 
 
@@ -40,7 +39,11 @@ OFFLINE_HINT = ("If you are offline: pass a local BEIR folder with --dataset DIR
 
 
 class _Interrupted(Exception):
-    """A transfer that stopped early and may be resumed."""
+    """A transfer that stopped early and may be resumed (``wait``: the server's Retry-After, if it sent one)."""
+
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.wait = wait
 
 
 def file_digests(path: Path) -> dict[str, str]:
@@ -80,13 +83,15 @@ def file_lock(path: Path):
 
 
 def download_file(url: str, dest: Path | str, *, md5: str | None = None, sha256: str | None = None,
-                  attempts: int = 5, backoff: float = 2.0, timeout: float = 60.0,
+                  retry: RetryPolicy | None = None, timeout: float = 60.0,
                   progress: bool | None = None) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.part``), verify the checksums given, return ``dest``.
 
-    Connection errors, early closes and 408/429/5xx answers are retried ``attempts`` times in all,
-    waiting ``backoff * 2**n`` seconds; each retry resumes where the last one stopped.
+    Connection errors, early closes and 408/429/5xx answers are retried by ``retry`` (beirx's one retry
+    policy: 5 attempts in all by default, jittered exponential backoff from 2 s, the server's ``Retry-After``
+    when it sends one); each retry resumes where the last one stopped.
     """
+    retry = retry or RetryPolicy(attempts=5, base_delay=2.0)
     dest = Path(dest)
     if dest.is_file():
         return dest
@@ -96,19 +101,19 @@ def download_file(url: str, dest: Path | str, *, md5: str | None = None, sha256:
     if urlparse(url).scheme == "file":
         _copy_local(url, part)
     else:
-        for attempt in range(1, attempts + 1):
+        for attempt in range(1, retry.attempts + 1):
             try:
                 _fetch(url, part, timeout, show)
                 break
             except _Interrupted as exc:
                 have = part.stat().st_size if part.exists() else 0
-                if attempt == attempts:
-                    raise BeirxError(f"download of {redact_url(url)} failed after {attempts} attempts ({exc}); {have:,} bytes "
-                                     f"are kept in {part} and the next run resumes from there") from None
-                delay = backoff * 2 ** (attempt - 1)
-                log.warning("download of %s interrupted (%s); attempt %d/%d in %.0f s, resuming at byte %d",
-                            url, exc, attempt + 1, attempts, delay, have)
-                time.sleep(delay)
+                if attempt == retry.attempts:
+                    raise BeirxError(f"download of {redact_url(url)} failed after {retry.attempts} attempts ({exc}); "
+                                     f"{have:,} bytes are kept in {part} and the next run resumes from there") from None
+                delay = retry.delay(attempt - 1, exc.wait)
+                log.warning("download of %s interrupted (%s); attempt %d/%d in %.1f s, resuming at byte %d",
+                            redact_url(url), exc, attempt + 1, retry.attempts, delay, have)
+                retry.sleep(delay)
     _verify(part, url, md5, sha256)
     os.replace(part, dest)
     log.info("downloaded %s -> %s", url, dest)
@@ -161,7 +166,7 @@ def _write_mode(resp: requests.Response, url: str, part: Path, offset: int) -> s
         part.unlink()
         raise _Interrupted(f"server refused to resume at byte {offset:,}; restarting")
     if status in RETRY_STATUSES:
-        raise _Interrupted(f"HTTP {status} {resp.reason}")
+        raise _Interrupted(f"HTTP {status} {resp.reason}", retry_after(resp.headers))
     if status >= 400:
         raise BeirxError(f"cannot download {redact_url(url)}: HTTP {status} {resp.reason}")
     if status == 206:

@@ -24,13 +24,6 @@ log = logging.getLogger(__name__)
 DEFAULT = "en"
 
 
-def stated_language(folder: Path | str) -> str | None:
-    """The language ``folder/translation.json`` states (``target.lang``), or for a beirx subset its
-    ``subset.json`` (``language``); None without either (a malformed one is an error naming the file and the
-    field)."""
-    return _stated(Path(folder).expanduser())[0]
-
-
 def _stated(folder: Path) -> tuple[str | None, str]:
     """``(language, file that states it)`` from ``translation.json``, else ``subset.json``."""
     manifest = TranslationManifest.find(folder)

@@ -33,14 +33,22 @@ def resolve_dataset(spec: str, lang: str = "en", download: bool = True, base_url
     local = _local_folder(spec)
     if local is not None:
         return BeirDataset(local, lang=lang, source=str(local))  # named after its family (translation.json)
-    if spec.startswith(("/", ".", "~")) or os.path.lexists(os.path.expanduser(spec)):
-        link = link_problem(spec)  # a symbolic link that loops or leads nowhere: say so
-        raise BeirxError(f"dataset folder {spec} not found" + (f": {link}" if link else ""))
+    _refuse_missing_folder(spec)
     info = catalogue.get(spec)
     if lang != "en":
         return _translated(info, lang)
     root = ensure_cached(info, base_url=base_url, progress=progress) if download else _cached_or_fail(info)
     return BeirDataset(root, name=info.name, lang="en", source=info.url(base_url) or str(root))
+
+
+def _refuse_missing_folder(spec: str) -> None:
+    """A :class:`BeirxError` when ``spec`` is written as a path (or is one) but no dataset folder is there
+    (``data/scifact-pl``: a slash in what is no catalogue name, as ``cqadupstack/android`` is)."""
+    key = spec.strip().lower()
+    if spec.startswith(("/", ".", "~")) or os.path.lexists(os.path.expanduser(spec)) or \
+            ("/" in key and key not in catalogue.names() and key not in catalogue.GROUPS):
+        link = link_problem(spec)  # a symbolic link that loops or leads nowhere: say so
+        raise BeirxError(f"dataset folder {spec} not found" + (f": {link}" if link else ""))
 
 
 def ensure_cached(info: DatasetInfo, base_url: str | None = None, progress: bool | None = None) -> Path:
@@ -139,6 +147,9 @@ def resolve_translation(translated: str, source: str | None = None, lang: str | 
     translate``'s manifest recorded (``src`` else ``en``); a catalogue name's source is the same name.
     """
     folder = Path(translated).expanduser()
+    if not folder.is_dir() and not translated.strip().startswith("hf:"):
+        _refuse_missing_folder(translated.strip())  # a folder that does not exist, not a missing --lang
+        catalogue.get(translated)  # nor a name that is in no catalogue
     manifest = BeirDataset(folder).translation if folder.is_dir() else None
     lang = lang or (manifest.target_language if manifest else None)
     src = src or (manifest.source_language if manifest else "en")

@@ -8,6 +8,7 @@ re-evaluation of that file with ``trec_eval`` all agree even when scores tie.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Container
 from pathlib import Path
@@ -29,6 +30,16 @@ def ranked(doc_scores: dict[str, float]) -> list[tuple[str, float]]:
 def truncate(run: Run, k: int) -> Run:
     """The top ``k`` documents per query in evaluation order."""
     return {qid: dict(ranked(docs)[:k]) for qid, docs in run.items()}
+
+
+def run_checksum(run: Run) -> str:
+    """SHA-256 over ``query<TAB>doc<TAB>repr(score)`` lines, queries sorted, documents in evaluation order: two
+    runs share it exactly when they rank the same documents with the same scores (whatever file they came from)."""
+    digest = hashlib.sha256()
+    for qid in sorted(run):
+        for did, score in ranked(run[qid]):
+            digest.update(f"{qid}\t{did}\t{score!r}\n".encode())
+    return "sha256:" + digest.hexdigest()
 
 
 def drop_identical_ids(run: Run) -> Run:

@@ -33,7 +33,7 @@ from beirx.errors import DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.retrievers.base import Retriever
-from beirx.evaluate.runs import Run, drop_identical_ids, read_trec, truncate
+from beirx.evaluate.runs import Run, drop_identical_ids, read_trec, run_checksum, truncate
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 from beirx.language_packs import LanguagePack
 from beirx.provenance import Timer
@@ -212,7 +212,12 @@ class Stages:
         with timer.section("rerank"):
             with DocStore.for_dataset(self.dataset) as corpus:  # documents read from disk by ID
                 run = reranker.rerank(self.queries, corpus, first.run, depth=spec.depth)
-        description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description}
+        # a reranker's number depends on its candidates: which system, how deep, and exactly which run
+        candidates = {"retriever": getattr(spec.first_stage, "retriever", spec.first_stage.kind),
+                      "system": spec.first_stage.label(), "depth": spec.depth,
+                      "top_k": self.top_k, "run_checksum": run_checksum(first.run)}
+        description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description,
+                       "first_stage_run": candidates}
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
         efficiency = Efficiency.of_rerank(timer.seconds["rerank"], len(self.queries), reranker.device_name)
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)

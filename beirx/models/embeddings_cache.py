@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from beirx.atomic import atomic_writer, publish_dir, reserve, write_json
-from beirx.cache_integrity import ProgressJournal, digest_bytes, report_damaged, seal, verify
+from beirx.cache_integrity import CacheEntry, ProgressJournal, digest_bytes, seal, verify
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -76,33 +76,6 @@ def encode_into(out: np.ndarray, texts: Sequence[str], encode: Callable[[list[st
             batches += 1
             if on_progress and (batches % checkpoint_batches == 0 or pos + batch_size >= total):
                 on_progress(min(pos + batch_size, total))
-
-
-class CacheEntry:
-    """A resumable cache entry: ``folder`` when complete, ``partial`` while being built, ``lock`` held by its
-    builder; ``label`` is a readable prefix, ``key`` the hash. Subclasses say what is wrong (:meth:`problem`)."""
-
-    what = "cache entry"
-
-    def __init__(self, root: Path, label: str, key: str):
-        self.root = Path(root)
-        self.folder = self.root / f"{label}-{key}"
-        self.partial = self.root / f".{label}-{key}.partial"
-        self.lock = self.root / f".{label}-{key}.lock"
-
-    def problem(self) -> str | None:
-        raise NotImplementedError
-
-    def exists(self) -> bool:
-        """True for a complete, undamaged entry; a damaged one is reported and removed (call with the lock held)."""
-        if not self.folder.exists():
-            return False
-        problem = self.problem()
-        if problem is None:
-            return True
-        report_damaged(self.what, self.folder, problem)
-        shutil.rmtree(self.folder, ignore_errors=True)
-        return False
 
 
 class EmbeddingCache(CacheEntry):

@@ -6,8 +6,9 @@ beirx can claim are:
 - ``machine-translated and verified``: a human review (``review/review.json``, ``beirx review export``) rated
   at least ``min_items`` items (default 100, as BEIR-PL checked 100 by hand) and its annotators agree:
   Krippendorff's alpha on adequacy at least ``min_alpha`` (default 0.667, the lowest Krippendorff (2004)
-  accepts for tentative conclusions). The review must be of this data, or its corrections have been
-  applied to it (``translation.json`` records them);
+  accepts for tentative conclusions). The review must be of this data (its checksum), or this data must be
+  what applying its corrections wrote (``translation.json`` records the checksum of the data each apply
+  wrote): data changed after the review or after the apply is no longer what the annotators verified;
 - ``machine-translated and LM verified``: no such review, but an LLM judge scored the translation
   (``quality/quality.json`` has the ``judge`` method);
 - ``machine-translated`` otherwise; ``found`` for a dataset that is not a translation.
@@ -60,9 +61,11 @@ def verification(root: Path | str, checksum: str, translated: bool, min_items: i
         figures.update((k, v) for k, v in review.summary().items() if v is not None)
         alpha = review.agreement["adequacy"].alpha if "adequacy" in review.agreement else None
         manifest = TranslationManifest.load_optional(TranslationManifest.path_in(root))
-        current = review.dataset.checksum == checksum or (manifest is not None and manifest.corrections is not None)
+        applied = manifest.corrections if manifest is not None else None
+        current = review.dataset.checksum == checksum or (applied is not None and applied.checksum == checksum)
         if not current:
-            notes.append("the human review is of another version of the data")
+            notes.append("the human review is of another version of the data" if applied is None else
+                         "the data changed since the human review's corrections were applied")
         elif review.rated_items < min_items:
             notes.append(f"the human review rated {review.rated_items} items, fewer than {min_items}")
         elif alpha is None or alpha < min_alpha:

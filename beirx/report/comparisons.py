@@ -4,7 +4,7 @@ raw and Holm-adjusted p-values (and the bootstrap interval when asked for)."""
 from __future__ import annotations
 
 from beirx.report.options import describe_test
-from beirx.report.significance import PAIRING_RULE, Comparison
+from beirx.significance import PAIRING_RULE, Comparison
 from beirx.report.table import Cell, Table
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from beirx.report.groups import language_pairs, system_order
 from beirx.report.load import Result
-from beirx.report.significance import PAIRING_RULE, Comparison, compare, correct
+from beirx.significance import PAIRING_RULE, Comparison, compare, correct
 from beirx.report.sources import Sources
 from beirx.report.table import Cell, Table
 from beirx.report.options import describe_test

@@ -1,11 +1,16 @@
 """``beirx review apply``: write the annotators' corrected translations into the dataset.
 
 Only ``text`` (and a document's ``title``) changes: IDs, metadata, record order and the qrels files stay as
-they are, so results before and after compare query by query. Each data file is rewritten atomically in
-one streaming pass (a failure leaves the old file). ``review/corrections.jsonl`` keeps, per corrected
-record, the machine output it replaced, the correction and who made it; the translation manifest records
-the application. The translation memory is not touched: it keeps the machine output, which is the
-provenance of the first version (a later ``beirx translate`` would rebuild that version; apply again then).
+they are, so results before and after compare query by query. ``review/corrections.jsonl`` keeps, per
+corrected record, the machine output it replaced, the correction and who made it; the translation manifest
+records the application. The new data files, the log and the manifest are all written first, in a copy of the
+dataset's folder beside it (every other file hard-linked, not copied: :func:`beirx.atomic.carry_over`), which
+then replaces the folder in one atomic exchange (:func:`beirx.atomic.atomic_dir`, as ``beirx translate``
+writes its output): a failure or a kill at any point leaves the dataset as it was or fully applied, never
+corrected data without the log of the machine output it replaced (which a rerun would skip as applied). A
+review database in use by a running app stays usable: it is carried over as a hard link to the same file. The
+translation memory is not touched: it keeps the machine output, which is the provenance of the first version
+(a later ``beirx translate`` would rebuild that version; apply again then).
 
 A correction is applied only where the dataset still holds the machine output the annotator saw; a record
 that changed since the sample was drawn is refused (``force`` overrides), and a record already carrying
@@ -15,13 +20,13 @@ differently, ``annotator`` names whose corrections win.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from beirx.artifacts.base import utc_now
 from beirx.artifacts.manifest import HumanCorrections, TranslationManifest
-from beirx.atomic import atomic_writer
+from beirx.atomic import atomic_dir, atomic_writer, carry_over
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
@@ -92,48 +97,54 @@ def apply_corrections(dataset: BeirDataset, annotator: str | None = None, force:
     counts = {field: len(changes_) for field, changes_ in todo.items()}
     if dry_run or not any(counts.values()):
         return counts
-    _write(dataset, todo)
-    _update_manifest(dataset, counts, sorted({a for c in changes for a in c.annotators}))
+    with atomic_dir(dataset.root) as staging:
+        _write(dataset, todo, staging)
+        carry_over(dataset.root, staging)  # everything else (qrels, the review database, ...) as it is
+        _update_manifest(dataset, staging, counts, sorted({a for c in changes for a in c.annotators}))
     return counts
 
 
-def _write(dataset: BeirDataset, todo: dict[str, dict[str, Change]]) -> None:
+def _write(dataset: BeirDataset, todo: dict[str, dict[str, Change]], staging: Path) -> None:
+    """The corrected data files and the log (old entries, then one per change) in ``staging``."""
     stamp = utc_now()
+    lines: list[str] = []
+    if todo["queries"]:
+        def queries():
+            for query in dataset.queries.values():
+                change = todo["queries"].get(query.id)
+                if change is None:
+                    yield query
+                    continue
+                lines.append(_log_line("queries", query.id, {"text": query.text}, change, stamp))
+                yield Query(query.id, change.text, query.metadata)
+
+        beir_io.write_queries(staging / dataset.queries_path.relative_to(dataset.root), queries())
+    if todo["corpus"]:
+        def corpus():
+            for doc in dataset.iter_corpus():
+                change = todo["corpus"].get(doc.id)
+                if change is None:
+                    yield doc
+                    continue
+                lines.append(_log_line("corpus", doc.id, {"title": doc.title, "text": doc.text}, change, stamp))
+                yield doc.with_text(change.text, change.title)
+
+        beir_io.write_corpus(staging / dataset.corpus_path.relative_to(dataset.root), corpus())
     log_path = dataset.root / FOLDER / LOG_FILE
-    with atomic_writer(log_path) as out:
+    with atomic_writer(staging / FOLDER / LOG_FILE) as out:
         if log_path.is_file():
             out.write(log_path.read_text(encoding="utf-8"))
-        if todo["queries"]:
-            def queries():
-                for query in dataset.queries.values():
-                    change = todo["queries"].get(query.id)
-                    if change is None:
-                        yield query
-                        continue
-                    out.write(_log_line("queries", query.id, {"text": query.text}, change, stamp))
-                    yield Query(query.id, change.text, query.metadata)
-
-            beir_io.write_queries(dataset.queries_path, queries())
-        if todo["corpus"]:
-            def corpus():
-                for doc in dataset.iter_corpus():
-                    change = todo["corpus"].get(doc.id)
-                    if change is None:
-                        yield doc
-                        continue
-                    out.write(_log_line("corpus", doc.id, {"title": doc.title, "text": doc.text}, change, stamp))
-                    yield doc.with_text(change.text, change.title)
-
-            beir_io.write_corpus(dataset.corpus_path, corpus())
+        out.writelines(lines)
 
 
 def _log_line(field: str, item_id: str, machine: dict[str, str], change: Change, stamp: str) -> str:
     corrected = {"text": change.text} | ({"title": change.title} if change.title is not None else {})
-    return json.dumps({"field": field, "id": item_id, "machine": machine, "corrected": corrected,
-                       "annotators": list(change.annotators), "applied": stamp}, ensure_ascii=False) + "\n"
+    return beir_io.jsonl_line({"field": field, "id": item_id, "machine": machine, "corrected": corrected,
+                               "annotators": list(change.annotators), "applied": stamp})
 
 
-def _update_manifest(dataset: BeirDataset, counts: dict[str, int], annotators: list[str]) -> None:
+def _update_manifest(dataset: BeirDataset, staging: Path, counts: dict[str, int], annotators: list[str]) -> None:
+    """The manifest, recording this application and the checksum of the data it wrote, in ``staging``."""
     path = TranslationManifest.path_in(dataset.root)
     if not path.is_file():
         log.warning("%s has no translation manifest: the corrections are recorded only in %s/%s", dataset.root,
@@ -144,4 +155,5 @@ def _update_manifest(dataset: BeirDataset, counts: dict[str, int], annotators: l
     total = {f: counts.get(f, 0) + (before.records.get(f, 0) if before else 0) for f in ("queries", "corpus")}
     who = sorted(set(annotators) | set(before.annotators if before else []))
     replace(manifest, corrections=HumanCorrections(records=total, log=f"{FOLDER}/{LOG_FILE}", annotators=who,
-                                                   applied=utc_now())).save(path)
+                                                   applied=utc_now(), checksum=BeirDataset(staging).checksum())
+            ).save(TranslationManifest.path_in(staging))

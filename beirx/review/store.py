@@ -5,18 +5,21 @@ the same order) and every rating. WAL journal with ``synchronous = FULL``: sever
 threads) write at once without blocking readers, and a rating is on disk when the page says it is saved, so
 a killed server loses nothing already submitted. A rating is one row per (item, annotator), replaced when
 the annotator changes their mind. Unlike a cache, a damaged file is reported, never moved aside or rebuilt:
-it holds people's work.
+it holds people's work. A review in a folder this process cannot write (a read-only file system or folder) is
+opened read-only (:attr:`ReviewStore.read_only`): it can be exported and applied, not rated.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from beirx.artifacts.base import utc_now
 from beirx.cache_integrity import WriteTransaction, enable_wal, sqlite_problem
@@ -85,10 +88,14 @@ class ReviewStore:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._local = threading.local()
+        #: the folder or the file cannot be written (SQLite would need to create its -wal and -shm files there)
+        self.read_only = self.path.is_file() and not (os.access(self.path.parent, os.W_OK)
+                                                      and os.access(self.path, os.W_OK))
         conn = self._conn()
-        with WriteTransaction(conn):
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
+        if not self.read_only:
+            with WriteTransaction(conn):
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
 
     @staticmethod
     def path_in(dataset_root: Path | str) -> Path:
@@ -115,8 +122,12 @@ class ReviewStore:
     def _open(self) -> sqlite3.Connection:
         if self.path.exists() and not self.path.is_file():
             raise DataError(self.path, "the review database must be a file; this is a folder or special file")
+        if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
+            raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review cannot be "
+                             "started there; copy the dataset to a writable place and review the copy")
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self._uri(), uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                   check_same_thread=False)
             problem = sqlite_problem(conn)
         except sqlite3.DatabaseError as exc:
             problem = str(exc)
@@ -124,10 +135,21 @@ class ReviewStore:
             raise DataError(self.path, f"the review database is damaged ({problem}); it holds submitted ratings, so "
                                        "beirx leaves it as it is: restore it from a backup")
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        enable_wal(conn, BUSY_TIMEOUT_S)
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.execute("PRAGMA foreign_keys = ON")
+        if not self.read_only:
+            enable_wal(conn, BUSY_TIMEOUT_S)
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
         return conn
+
+    def _uri(self) -> str:
+        """The database's URI: read-only where the folder cannot be written. SQLite reads a WAL database there
+        only through its -wal and -shm files when they exist (a server that was killed left ratings in them),
+        else as an immutable file (no locks: nobody can write it either)."""
+        uri = "file:" + quote(str(self.path.resolve()))
+        if not self.read_only:
+            return uri
+        wal = self.path.with_name(self.path.name + "-wal")
+        return uri + ("?mode=ro" if wal.is_file() and wal.stat().st_size else "?mode=ro&immutable=1")
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

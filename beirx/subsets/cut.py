@@ -35,15 +35,17 @@ from beirx.language_packs import get_pack
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.subsets.pool import depth_that_fits, entry_depths, pool_runs
+from beirx.subsets.recipe import QUERY_CAP
 from beirx.subsets.sample import sample_queries
 
 log = logging.getLogger(__name__)
 
 
-def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool: dict[str, System], depth: int,
-                max_docs: int | None = None, seed: int = 0, stratify: bool = False, split: str | None = None,
-                show_progress: bool = True, use_cache: bool = True) -> SubsetManifest:
-    """Write the subset of ``dataset`` to ``output`` and return its manifest (also ``output/subset.json``)."""
+def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int | None, pool: dict[str, System],
+                depth: int, max_docs: int | None = None, seed: int = 0, stratify: bool = False,
+                split: str | None = None, show_progress: bool = True, use_cache: bool = True) -> SubsetManifest:
+    """Write the subset of ``dataset`` to ``output`` and return its manifest (also ``output/subset.json``);
+    ``queries`` None keeps every judged query up to :data:`beirx.subsets.recipe.QUERY_CAP`."""
     from beirx.data.catalogue import test_split_for
 
     started = time.time()
@@ -53,8 +55,9 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     timer = Timer()
     with timer.section("queries"):
         qrels = dataset.qrels(split)
-        judged_queries = _judged_queries(dataset, qrels)
-        chosen = sample_queries(qrels, set(judged_queries), queries, seed, stratify)
+        judged_queries, query_characters = _judged_queries(dataset, qrels)
+        chosen = sample_queries(qrels, set(judged_queries), QUERY_CAP if queries is None else queries, seed, stratify,
+                                cap=queries is None)
         if not chosen.kept:
             raise DataError(dataset.qrels_path(split), "no judged query has a relevant document and a text")
         kept = {qid: judged_queries[qid] for qid in chosen.kept}
@@ -66,6 +69,7 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     with timer.section("corpus_scan"):
         scan = _scan(dataset, judged | set(entry), judged, max_docs or 0, seed, show_progress)
     judged_present = judged & scan.present
+    _refuse_foreign_runs(pooled, scan.present, dataset.corpus_path)
     entry = {did: rank for did, rank in entry.items() if did in scan.present and did not in judged}
     reached = depth_that_fits(entry, judged_present, depth, max_docs)
     pooled_ids = {did for did, rank in entry.items() if rank <= reached}
@@ -86,13 +90,15 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
         name=name, language=dataset.lang,
         source=DatasetSide(path=str(dataset.root), name=dataset.name, lang=dataset.lang, checksum=dataset.checksum()),
         split=split,
-        method=SubsetMethod(queries=queries, stratify=stratify, seed=seed, depth=depth, depth_reached=reached,
-                            max_docs=max_docs),
+        method=SubsetMethod(queries=QUERY_CAP if queries is None else queries, stratify=stratify, seed=seed,
+                            depth=depth, depth_reached=reached, max_docs=max_docs, queries_cap=queries is None),
         pool=[p.system for p in pooled],
         counts=SubsetCounts(candidate_queries=chosen.candidates, queries=len(kept), strata=chosen.strata,
                             qrels=sum(len(qrels[q]) for q in kept), source_documents=scan.total,
                             judged=len(judged_present), judged_missing=len(judged) - len(judged_present),
-                            pooled=len(pooled_ids), random=len(fill), documents=len(keep)),
+                            pooled=len(pooled_ids), random=len(fill), documents=len(keep),
+                            characters=sum(scan.length[d] for d in keep) + sum(len(q.text) for q in kept.values()),
+                            source_characters=scan.characters + query_characters),
         query_ids=list(kept), versions=environment_versions())
     with timer.section("write"):
         with atomic_dir(output) as tmp:
@@ -108,6 +114,17 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int, pool:
     return manifest
 
 
+def _refuse_foreign_runs(pooled, present: set[str], corpus: Path) -> None:
+    """A pooling run file none of whose ranked documents is in the corpus is a run on another corpus (or another
+    ID scheme): pooling it would silently add nothing."""
+    for item in pooled:
+        ranked_ids = {did for docs in item.lists.values() for did in docs}
+        if item.system.description.get("retriever") == "run_file" and ranked_ids and not ranked_ids & present:
+            raise DataError(Path(item.system.description["path"]),
+                            f"none of the {len(ranked_ids)} document IDs this run file ranks for the kept queries "
+                            f"is in {corpus} (e.g. {min(ranked_ids)!r}); is it a run on another corpus?")
+
+
 def _check_output(output: Path, dataset: BeirDataset) -> None:
     """Never overwrite the source or a folder that is not a subset (a previous subset is replaced whole)."""
     if output.resolve() == dataset.root.resolve():
@@ -117,30 +134,38 @@ def _check_output(output: Path, dataset: BeirDataset) -> None:
         raise BeirxError(f"{output} exists and is not a beirx subset; choose an empty or new --output")
 
 
-def _judged_queries(dataset: BeirDataset, qrels) -> dict[str, Query]:
-    """The judged queries of the split that have a text, streamed from the queries file."""
-    found = {}
+def _judged_queries(dataset: BeirDataset, qrels) -> tuple[dict[str, Query], int]:
+    """The judged queries of the split that have a text, streamed from the queries file, and the characters of
+    every query's text (what translating the whole queries file reads)."""
+    found, characters = {}, 0
     for query in beir_io.iter_queries(dataset.queries_path):
+        characters += len(query.text)
         if query.id in qrels and query.text.strip():
             found[query.id] = query
-    return found
+    return found, characters
 
 
 class _Scan:
-    """What one pass over the corpus learns: which wanted IDs exist, the corpus size, and fill candidates."""
+    """What one pass over the corpus learns: which wanted IDs exist, the corpus size and characters, and fill
+    candidates (with the characters of every document that may be kept)."""
 
     def __init__(self, limit: int):
         self.present: set[str] = set()
         self.total = 0
+        self.characters = 0
+        self.length: dict[str, int] = {}  # wanted documents and fill candidates only: bounded like the heap
         self.limit = limit
         self.heap: list[tuple[float, str]] = []  # (-priority, id): the `limit` smallest priorities
         self.priority: dict[str, float] = {}  # of the pooled (not judged) documents, which may end up as fill
 
-    def offer(self, priority: float, doc_id: str) -> None:
+    def offer(self, priority: float, doc_id: str, length: int) -> None:
         if len(self.heap) < self.limit:
             heapq.heappush(self.heap, (-priority, doc_id))
         elif self.heap and priority < -self.heap[0][0]:
-            heapq.heapreplace(self.heap, (-priority, doc_id))
+            del self.length[heapq.heapreplace(self.heap, (-priority, doc_id))[1]]
+        else:
+            return
+        self.length[doc_id] = length
 
 
 def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, seed: int, show: bool) -> _Scan:
@@ -150,13 +175,16 @@ def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, 
                     enabled=show)
     for doc in docs:
         scan.total += 1
+        length = len(doc.title) + len(doc.text)
+        scan.characters += length
         priority = rng.random()  # drawn for every document, so the fill depends only on the seed and the file
         if doc.id in wanted:
             scan.present.add(doc.id)
+            scan.length[doc.id] = length
             if doc.id not in judged:
                 scan.priority[doc.id] = priority
         else:
-            scan.offer(priority, doc.id)
+            scan.offer(priority, doc.id, length)
     return scan
 
 

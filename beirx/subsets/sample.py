@@ -51,11 +51,13 @@ def proportional_allocation(sizes: dict[int, int], n: int) -> dict[int, int]:
     return shares
 
 
-def sample_queries(qrels: Qrels, have_text: set[str], n: int, seed: int, stratify: bool = False) -> QuerySample:
-    """The kept queries (see the module doc); ``have_text``: the judged query IDs with a text."""
+def sample_queries(qrels: Qrels, have_text: set[str], n: int, seed: int, stratify: bool = False,
+                   cap: bool = False) -> QuerySample:
+    """The kept queries (see the module doc); ``have_text``: the judged query IDs with a text. With ``cap``,
+    ``n`` is an upper bound (every candidate when there are fewer, silently)."""
     candidates = [qid for qid, docs in qrels.items() if qid in have_text and relevant_count(docs) > 0]
     if n >= len(candidates):
-        if n > len(candidates):
+        if n > len(candidates) and not cap:
             log.warning("asked for %d queries, but only %d judged queries have a relevant document and a text: "
                         "keeping them all", n, len(candidates))
         kept = set(candidates)

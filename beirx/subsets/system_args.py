@@ -5,7 +5,8 @@ Spelling (one word each, so lists stay shell-friendly):
 - ``bm25``, ``dense``: a retriever with its defaults;
 - ``dense:MODEL``: the retriever's ``model`` (a folder or Hub id);
 - ``bm25:fields=flat``, ``dense:model=M,backend=onnx,quantize=int8``: the retriever's parameters (those of
-  its ``beirx eval`` flags, by constructor name; numbers and true/false are converted);
+  its ``beirx eval`` flags, by constructor name; numbers and true/false are converted); a key the
+  constructor does not take is refused here, naming the keys it does take;
 - a path to an existing TREC run file.
 
 Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
@@ -15,6 +16,7 @@ Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,23 @@ def parse_system(spec: str) -> System:
             except argparse.ArgumentTypeError as error:
                 raise BeirxError(f"system {spec!r}: {error} after ':'") from None
             params[key] = _number(value)
+    _check_keys(spec, name, params)
     return SystemSpec(name, params)
+
+
+# set by beirx itself when it builds a retriever, never by a system's spelling
+_INTERNAL = {"self", "pack", "use_cache", "show_progress"}
+
+
+def _check_keys(spec: str, name: str, params: dict[str, Any]) -> None:
+    """Refuse keys the retriever's constructor does not take, before anything is indexed or written."""
+    signature = inspect.signature(RETRIEVERS.get(name).__init__)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    allowed = sorted(set(signature.parameters) - _INTERNAL)
+    for key in params:
+        if key not in allowed:
+            raise BeirxError(f"system {spec!r}: {name} has no parameter {key!r}; its keys are {', '.join(allowed)}")
 
 
 def parse_pool(specs: list[str]) -> dict[str, System]:

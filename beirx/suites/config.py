@@ -16,13 +16,13 @@ TOML (paths are relative to the file)::
     # split = "test"                  # optional: default the catalogue's test split
 
     [subset]                          # optional: without it the full datasets are translated
-    queries = 50
-    pool = ["bm25", "dense:intfloat/multilingual-e5-small"]
-    depth = 100
-    max_docs = 1500
+    queries = 300                     # optional: default every judged query, up to 1,000
+    pool = ["bm25:fields=flat", "dense:intfloat/multilingual-e5-small"]   # optional: this is the default
+    depth = 100                       # optional: default 100 (shrinks to fit max_docs)
+    max_docs = 1500                   # optional: default 1,500 (beirx.subsets.recipe)
     seed = 0
     stratify = false
-    check = ["bm25:fields=flat", "bm25"]   # optional: the ranking check's systems (Kendall's tau)
+    check = ["bm25:fields=flat", "bm25"]   # optional: the ranking check's systems (tau, rho, resolution)
     tau_threshold = 0.9
 
     [translate]
@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.checksums import cache_key
+from beirx.subsets.recipe import DEPTH, MAX_DOCS
 from beirx.errors import DataError
 
 QUALITY_STEPS = ("validate", "report")
@@ -165,9 +166,9 @@ def load_suite(path: Path | str) -> Suite:
     _check(path, len(set(specs)) == len(specs), "a dataset is listed twice")
     subset = data.get("subset")
     if subset is not None:
-        _int(path, subset, "queries", 50, 1)
-        _int(path, subset, "depth", 100, 0)
-        _int(path, subset, "max_docs", None, 1)
+        _int(path, subset, "queries", None, 1)
+        _int(path, subset, "depth", DEPTH, 0)
+        _int(path, subset, "max_docs", MAX_DOCS, 1)
         _int(path, subset, "seed", 0, -2 ** 63)
         for key in ("pool", "check"):
             if key in subset:

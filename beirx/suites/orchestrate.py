@@ -112,18 +112,21 @@ class SuiteBuilder:
 
     def subset(self, entry: SuiteDataset, source: BeirDataset) -> BeirDataset:
         from beirx.subsets.cut import make_subset
+        from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL
         from beirx.subsets.system_args import parse_pool
 
         recipe = self.suite.subset
         output = self.suite.output / "subsets" / source.name
 
         def work():
-            manifest = make_subset(source, output, queries=recipe.get("queries", 50), pool=parse_pool(
-                recipe.get("pool", ["bm25"])), depth=recipe.get("depth", 100), max_docs=recipe.get("max_docs"),
+            manifest = make_subset(source, output, queries=recipe.get("queries"), pool=parse_pool(
+                recipe.get("pool", POOL)), depth=recipe.get("depth", DEPTH), max_docs=recipe.get("max_docs", MAX_DOCS),
                 seed=recipe.get("seed", 0), stratify=bool(recipe.get("stratify", False)), split=entry.split,
                 show_progress=self.show_progress, use_cache=self.use_cache)
-            return {"queries": manifest.counts.queries, "documents": manifest.counts.documents,
-                    "depth_reached": manifest.method.depth_reached}
+            counts = manifest.counts
+            return {"queries": counts.queries, "documents": counts.documents,
+                    "depth_reached": manifest.method.depth_reached,
+                    "characters_share": round(counts.characters / counts.source_characters, 6)}
 
         self.step("subset", entry.spec, None, self.suite.fingerprint("subset", source.checksum(), entry.split), output,
                   dataset_checksum, work)
@@ -145,7 +148,10 @@ class SuiteBuilder:
             check = check_ranking(source, subset, parse_systems(recipe["check"]), subset.root / "ranking-check",
                                   threshold=recipe.get("tau_threshold", THRESHOLD), show_progress=self.show_progress,
                                   use_cache=self.use_cache)
-            return {"tau": check.tau, "warning": check.warning}
+            resolved = check.subset_resolution
+            return {"tau": check.tau, "tau_interval": check.tau_interval, "rho": check.rho,
+                    "resolution": resolved.smallest_separated if resolved else None, "reading": check.reading,
+                    "not_pooled": [s.label for s in check.systems if s.pooled is False], "warning": check.warning}
 
         self.step("check", entry.spec, None, self.suite.fingerprint("subset", subset.checksum()), subset.root,
                   verify, work)
@@ -188,10 +194,13 @@ class SuiteBuilder:
                 if settings.get("cost"):
                     share = share_of_full(base, translator, memory, fields=fields)
                     details["share_of_full"] = share["share_of_full"] if share else None
+                    if paid:
+                        details["estimated_usd"] = paid.estimated_usd
             return details
 
-        inputs = self.suite.fingerprint("translate", base.checksum(), lang, translator.describe())
-        self.step("translate", entry.spec, lang, inputs, output, dataset_checksum, work)
+        with translator:
+            inputs = self.suite.fingerprint("translate", base.checksum(), lang, translator.describe())
+            self.step("translate", entry.spec, lang, inputs, output, dataset_checksum, work)
         return BeirDataset(output, lang=lang)
 
     def quality(self, entry: SuiteDataset, base: BeirDataset, target: BeirDataset, lang: str) -> str:

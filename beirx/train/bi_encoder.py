@@ -2,7 +2,9 @@
 
 Loss: MultipleNegativesRankingLoss (Henderson et al., 2017; the contrastive InfoNCE loss of DPR,
 Karpukhin et al., 2020): for each query, softmax cross-entropy of its positive against every other
-document in the batch and, with ``--hard-negatives bm25``, the mined negatives (columns ``negative_1``...).
+document in the batch and, with ``--hard-negatives bm25``, the mined negatives (columns ``negative_1``...), over
+cosine similarities times ``--scale`` (1/temperature; default 20, sentence-transformers'; E5 was pre-trained at
+temperature 0.01, i.e. 100, Wang et al. 2022). The scale used and where it came from are in the card.
 Batches never hold the same text twice (``NO_DUPLICATES``), so a query with two positives never meets its
 other positive as a negative. The model's query/passage prompts (E5: ``"query: "``/``"passage: "``,
 :func:`beirx.models.prompts.model_prompts`) are applied per column by the trainer, and written into the saved
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 
 LOSS = "MultipleNegativesRankingLoss"
 MINI_BATCH_SIZE = 8  # texts per GradCache pass by default: ~4 GB of activations for a small encoder at 512 tokens
+SCALE = 20.0  # sentence-transformers' default: cosine similarities / temperature 0.05
 
 
 def columns(data: session.TrainingData, negatives: int) -> dict[str, list[str]]:
@@ -85,16 +88,19 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
         SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
         prompts=text_prompts or None)
     evaluator = bi_encoder_evaluator(data.validation, prompts, opts.batch_size) if data.validation else None
-    loss_fn = CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch)
+    scale = opts.scale or SCALE
+    loss_fn = CachedMultipleNegativesRankingLoss(model, scale=scale, mini_batch_size=mini_batch)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                          evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress,
                       (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
-    loss = {"name": LOSS, "scale": 20.0, "similarity": "cosine", "batch_sampler": "no_duplicates",
+    loss = {"name": LOSS, "scale": scale, "scale_from": "--scale" if opts.scale else
+            "default: sentence-transformers' 20 (temperature 0.05); E5 was pre-trained at 100 (temperature 0.01)",
+            "similarity": "cosine", "batch_sampler": "no_duplicates",
             "max_seq_length": model.max_seq_length, "max_seq_length_from": length_from,
             "gradcache": {"loss_class": type(loss_fn).__name__, "mini_batch_size": mini_batch}}
     model.max_seq_length = base_length
     if prompts:  # written into the saved config, so evaluation prompts as training did
         document = {"document": prompts["passage"]} if "passage" in prompts else {}
         model.prompts = {**model.prompts, **prompts, **document}
-    return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts)
+    return session.finish(trainer, "bi-encoder", opts, data, base, run, loss, prompts, show_progress)

@@ -68,6 +68,7 @@ def render(record: dict[str, Any]) -> str:
         f"- beirx {record['beirx_version']}, sentence-transformers "
         f"{record['versions'].get('sentence-transformers', '?')}, "
         f"transformers {record['versions'].get('transformers', '?')}",
+        *_evaluation_lines(record.get("evaluation")),
         "", "## Evaluate", "", "```bash",
         ("beirx eval --dataset DATASET --lang LANG --retriever dense --model THIS_FOLDER"
          if record["kind"] == "bi-encoder" else
@@ -75,6 +76,16 @@ def render(record: dict[str, Any]) -> str:
          "--reranker-model THIS_FOLDER"),
         "```", ""]
     return with_front_matter(_front_matter(record), "\n".join(lines))
+
+
+def _evaluation_lines(summary: dict[str, Any] | None) -> list[str]:
+    if not summary:
+        return []
+    from beirx.train.evaluation import lines
+
+    return ["", f"## Base vs trained ({summary['dataset']} [{summary['language']}/{summary['split']}], "
+                f"{summary['system']}, full corpus)", "", *[f"- {line}" for line in lines(summary)],
+            f"- results files: `{summary['folder']}`; tests: {summary['tests']}"]
 
 
 def _validation_lines(pool: dict[str, Any] | None, scores: list[dict[str, Any]] | None) -> list[str]:

@@ -75,4 +75,4 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
     if not opts.max_seq_length:
         model.max_seq_length = base_length
-    return session.finish(trainer, "cross-encoder", opts, data, base, run, loss, {})
+    return session.finish(trainer, "cross-encoder", opts, data, base, run, loss, {}, show_progress)

@@ -44,7 +44,9 @@ class TrainOptions:
     eval_steps: int | None = None  # None: at every checkpoint (save_steps)
     eval_candidates: int = 50      # BM25 documents pooled per validation query
     mini_batch_size: int | None = None  # bi-encoder: texts per forward/backward pass (GradCache); None: 8
+    scale: float | None = None    # bi-encoder: the loss's similarity scale, 1/temperature; None: the model family's
     max_memory: float | None = None  # GB the training may use at its peak (None: what is available at the start)
+    evaluate: str | None = None   # after training, evaluate the base and the trained model on this split
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
@@ -58,10 +60,15 @@ class TrainOptions:
         if self.eval_split is not None and self.eval_split == self.split:
             raise BeirxError(f"--eval-split {self.eval_split} is the training split; validate on another one "
                              "(e.g. dev)")
+        if self.evaluate is not None and self.evaluate == self.split:
+            raise BeirxError(f"--evaluate {self.evaluate} is the training split: evaluate on a held-out split "
+                             "(e.g. test)")
         if self.eval_steps is not None and self.eval_steps < 1:
             raise BeirxError(f"--eval-steps must be at least 1, got {self.eval_steps}")
         if self.max_memory is not None and not self.max_memory > 0:
             raise BeirxError(f"--max-memory must be more than 0 GB, got {self.max_memory}")
+        if self.scale is not None and not self.scale > 0:
+            raise BeirxError(f"--scale must be more than 0, got {self.scale}")
         if self.max_seq_length is not None and self.max_seq_length < 1:
             raise BeirxError(f"--max-seq-length must be at least 1, got {self.max_seq_length}")
         if self.epochs <= 0 and self.max_steps <= 0:
@@ -73,10 +80,12 @@ class TrainOptions:
         """What shapes the weights (for the card and the checkpoint identity); not paths or bookkeeping."""
         skip = {"dataset", "model", "output", "lang", "split", "keep_checkpoints", "overwrite", "device",
                 "save_steps", "save_total_limit", "logging_steps", "eval_split", "eval_steps", "eval_candidates",
-                "max_memory"}
+                "max_memory", "evaluate"}
         params = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
         if self.hard_negatives == "none":
             params.pop("negatives")
         if self.mini_batch_size is None:  # the cross-encoder has none; GradCache's size is recorded because
             params.pop("mini_batch_size")  # dropout's random masks follow how the batch is split
+        if self.scale is None:  # the cross-encoder has none; the bi-encoder records the scale it chose
+            params.pop("scale")
         return params

@@ -24,7 +24,7 @@ from beirx.errors import BeirxError, require
 from beirx.language_packs import LanguagePack, get_pack
 from beirx.models.device import choose_device
 from beirx.models.files import ModelFiles, resolve_model
-from beirx.train import card, checkpoints, trainer_progress
+from beirx.train import card, checkpoints, evaluation, trainer_progress
 from beirx.train.examples import Example, all_judged_positives, document_texts, positive_pairs, query_texts
 from beirx.train.negatives import BM25Miner
 from beirx.train.options import TrainOptions
@@ -143,6 +143,8 @@ def prepare(opts: TrainOptions, show_progress: bool) -> tuple[TrainingData, Mode
     """Checks, data and base model for a run: ``(data, base model files, device)``."""
     check_output(opts)
     base = resolve_model(opts.model)
+    if opts.evaluate:  # before hours of training, not after
+        evaluation.check_split(dataset_in_its_language(opts.dataset, opts.lang)[0], opts.evaluate)
     device = choose_device(opts.device)
     if device.startswith("cuda:"):
         raise BeirxError(f"--device {device}: choose GPUs with CUDA_VISIBLE_DEVICES (the trainer uses every "
@@ -177,9 +179,9 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
 
 
 def finish(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelFiles, run: dict[str, Any],
-           loss: dict[str, Any], prompts: dict[str, str]) -> dict[str, Any]:
-    """Save the model, write its card, drop the checkpoints (the main process only, when distributed);
-    return the card's record."""
+           loss: dict[str, Any], prompts: dict[str, str], show_progress: bool = True) -> dict[str, Any]:
+    """Save the model, write its card, drop the checkpoints (the main process only, when distributed); with
+    ``--evaluate``, evaluate the base and the trained model and add both to the card. Return the card's record."""
     record = card.training_record(kind, base, data.describe(opts), opts.training_parameters(), loss,
                                   prompts, run)
     if trainer.is_world_process_zero():
@@ -187,4 +189,8 @@ def finish(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: Mod
         card.write_card(opts.output, record)
         checkpoints.finish(opts.output, opts.keep_checkpoints)
         log.info("saved the %s to %s", kind, opts.output)
+        if opts.evaluate:
+            record["evaluation"] = evaluation.evaluate_base_and_trained(
+                kind, data.dataset, data.lang, opts.evaluate, opts.model, opts.output, show_progress)
+            card.write_card(opts.output, record)
     return record

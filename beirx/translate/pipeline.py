@@ -419,6 +419,12 @@ def _translate(store: SegmentStore, table: str, executor, memory: TranslationMem
     bar = progress_bar(total=total, desc=desc, unit="seg", enabled=progress, dynamic_ncols=True, smoothing=0.1)
     try:
         translate_batches(plan, executor, memory, system, counts, bar)
+    except BeirxError as exc:  # the translator stopped the run: say what is left and that a rerun resumes
+        pending = sum(len(batch) - len(memory.lookup(system, batch)) for batch in plan())
+        said = str(exc)
+        exc.args = (f"{said}{'' if said.endswith(('.', '?', '!')) else '.'} {pending} of {total} segments are pending (nothing is written for them, and nothing "
+                    f"translated is lost): rerun the same command to translate only those",)
+        raise
     finally:
         bar.close()
 

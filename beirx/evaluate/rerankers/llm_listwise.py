@@ -6,7 +6,9 @@ The window slides from the bottom of the candidate list to the top by ``step`` (
 ``n-20..n``, then ``n-30..n-10``, ..., then ``0..20``, each window re-ordered in place, so a relevant
 passage can climb from the bottom to the top in one pass. A list shorter than the window is one window.
 Answers are read by :mod:`beirx.evaluate.rerankers.permutation`: missing, repeated and unknown identifiers
-never break a window (missing ones keep their original order) and are counted.
+never break a window (missing ones keep their original order) and are counted. A window the server refuses
+(e.g. HTTP 400, over its context) keeps its input order and is counted (``refused_windows``); any other
+failure (the server down, a bad key) stops the rerank, keeping the chunks of queries already cached.
 
 Where the LLM runs:
 
@@ -42,7 +44,7 @@ from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_promp
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
-from beirx.models.llm import Endpoint, LLMClient, Prices, Request, UsageMeter
+from beirx.models.llm import Endpoint, LLMClient, LLMRequestError, Prices, Request, UsageMeter
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -246,10 +248,17 @@ class LLMListwiseReranker(Reranker):
                 start, end = ranking.spans[round_]
                 requests.append(self.request(ranking.query, [ranking.docs[p] for p in ranking.order[start:end]]))
             began = time.perf_counter()
-            replies = client.call_many(requests) if client is not None else self._generate(requests, meter)
+            replies = client.call_many(requests, return_exceptions=True) if client is not None \
+                else self._generate(requests, meter)
             waited += time.perf_counter() - began
+            for error in (r for r in replies if isinstance(r, BaseException) and not _refused(r)):
+                raise error  # the server down, timing out, answering nonsense: finished chunks are cached
             for ranking, reply in zip(active, replies):
                 start, end = ranking.spans[round_]
+                if isinstance(reply, BaseException):
+                    log.warning("%s: a window of query %s keeps its order: %s", self.name, ranking.query.id, reply)
+                    stats.refused_windows += 1
+                    continue
                 permutation = parse_permutation(reply.text, end - start)
                 stats.add(permutation, truncated=reply.finish_reason == "length")
                 window = ranking.order[start:end]
@@ -266,6 +275,12 @@ class LLMListwiseReranker(Reranker):
                 meter.add(reply.usage)
             replies += batch
         return replies
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the server refused this one window (e.g. 400: over its context), not every request (a bad key
+    or model name) and not for a transport reason: the window then keeps its input order."""
+    return isinstance(error, LLMRequestError) and error.status not in (401, 403, 404)
 
 
 def _backend(backend: str | None, base_url: str | None) -> str:

@@ -5,9 +5,14 @@ Liang et al. 2022, HELM, and Zhuang et al. 2023, "Beyond Yes and No").
 - Prompt: ``llm_prompts.toml`` ``[pointwise]``, naming the corpus language (``{language}``), or the
   language's own template and answer words where there is one (Polish: ``tak``); the model's chat template
   wraps it when it has one (instruction-tuned models), with the generation prompt.
-- Score: ``log P(yes)`` = log of the summed next-token probabilities (softmax over the whole vocabulary) of
-  the answer words' first tokens, each written with and without a leading space (``yes``, ``Yes``, `` yes``,
-  `` Yes``). The logarithm ranks exactly as P(yes) does and does not saturate to 1.0 in float32.
+- Score (``--llm-score``, recorded as ``score``): ``yes`` (default) is ``log P(yes)`` = log of the summed
+  next-token probabilities (softmax over the whole vocabulary) of the answer words' first tokens, each written
+  with and without a leading space (``yes``, ``Yes``, `` yes``, `` Yes``). ``yes-no`` normalises over the label
+  tokens only, as monoT5 does (Nogueira et al., 2020, "Document Ranking with a Pretrained Sequence-to-Sequence
+  Model": softmax over the "true"/"false" logits): ``log P(yes) - log(P(yes) + P(no))``, the log-softmax over
+  the two labels, so probability mass on other tokens (a model that would rather start its answer with
+  "The") does not move the score. The logarithm ranks exactly as the probability does and does not saturate
+  to 1.0 in float32.
 - Truncation: the *document* is cut (in tokens) so the whole prompt fits ``max_length``; counts are logged.
 - Batched: length-sorted, left-padded batches; one forward pass per batch computing only the last position's
   logits (:mod:`beirx.models.causal_lm`). Scores are cached per pair like every reranker's.
@@ -32,6 +37,9 @@ from beirx.models.llm import Request
 
 log = logging.getLogger(__name__)
 
+SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the yes tokens",
+          "yes-no": "log P(yes) - log(P(yes) + P(no)): log-softmax over the yes and no tokens (monoT5-style)"}
+
 
 class LLMPointwiseReranker(Reranker):
     name = "llm-pointwise"
@@ -41,6 +49,9 @@ class LLMPointwiseReranker(Reranker):
         add_prompt_argument(group)
         group.add_argument("--llm-max-length", type=positive_int, default=1024,
                            help="llm-pointwise: tokens per prompt; longer documents are cut (default 1024)")
+        group.add_argument("--llm-score", choices=tuple(SCORES), default="yes",
+                           help="llm-pointwise: log P(yes) over the vocabulary (yes, the default), or normalised "
+                                "over the yes and no tokens (yes-no, as monoT5)")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -49,11 +60,14 @@ class LLMPointwiseReranker(Reranker):
             params["prompt_file"] = str(args.llm_prompt_file)
         if getattr(args, "llm_max_length", 1024) != 1024:
             params["max_length"] = args.llm_max_length
+        if getattr(args, "llm_score", "yes") != "yes":
+            params["score"] = args.llm_score
         return params
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 8, max_length: int = 1024,
                  device: str | None = None, prompt_file: str | None = None, revision: str | None = None,
-                 sort_by_length: bool = True, show_progress: bool = True, use_cache: bool = True):
+                 sort_by_length: bool = True, show_progress: bool = True, use_cache: bool = True,
+                 score: str = "yes"):
         super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
         self.files = resolve_model(model, revision)
         self.device = torch_module().device(choose_device(device))
@@ -65,6 +79,16 @@ class LLMPointwiseReranker(Reranker):
         self.section = ("pointwise", "languages", self.language.code) if own else ("pointwise",)
         self.yes_words = list(self.prompts.get(*self.section, "yes"))
         self.yes_ids = self._first_token_ids(self.yes_words)
+        if score not in SCORES:
+            raise BeirxError(f"--llm-score must be one of {', '.join(SCORES)}, got {score!r}")
+        self.score_kind = score
+        self.no_words = list(self.prompts.get(*self.section, "no")) if score == "yes-no" else []
+        self.no_ids = self._first_token_ids(self.no_words) if self.no_words else []
+        shared = set(self.yes_ids) & set(self.no_ids)
+        if shared:
+            raise BeirxError(f"the yes words {self.yes_words} and the no words {self.no_words} share the first "
+                             f"token(s) {sorted(shared)} in {self.files.name}'s vocabulary: --llm-score yes-no "
+                             "cannot tell them apart")
         self.chat = bool(getattr(self.tokenizer, "chat_template", None))
 
     def _first_token_ids(self, words: list[str]) -> list[int]:
@@ -82,7 +106,8 @@ class LLMPointwiseReranker(Reranker):
         return {"reranker": self.name, "model": self.files.name, "revision": self.files.revision,
                 **self.prompts.describe(), "prompt": ".".join(self.section), "language": self.language.code,
                 "yes_words": self.yes_words, "yes_token_ids": self.yes_ids, "chat_template": self.chat,
-                "score": "log P(yes): log of the summed next-token probabilities of the yes tokens",
+                "score": self.score_kind, "score_formula": SCORES[self.score_kind],
+                **({"no_words": self.no_words, "no_token_ids": self.no_ids} if self.no_words else {}),
                 "max_length": self.max_length, "truncation": "document",
                 "dtype": str(self.model.dtype).removeprefix("torch."), "batch_size": self.batch_size,
                 "device": self.device.type}
@@ -119,6 +144,8 @@ class LLMPointwiseReranker(Reranker):
         for batch in length_batches(lengths, self.batch_size, self.sort_by_length):
             logprobs = next_token_logprobs(self.tokenizer, self.model, [texts[i] for i in batch], str(self.device))
             values = torch.logsumexp(logprobs[:, self.yes_ids], dim=-1)
+            if self.no_ids:  # log-softmax over the two labels
+                values = values - torch.logaddexp(values, torch.logsumexp(logprobs[:, self.no_ids], dim=-1))
             for i, value in zip(batch, values.tolist()):
                 scores[i] = value
             progress(len(batch))

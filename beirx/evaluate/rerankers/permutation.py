@@ -66,6 +66,7 @@ class PermutationStats:
     repeated_ids: int = 0
     unknown_ids: int = 0
     truncated_answers: int = 0  # answers cut by max_tokens (finish_reason "length")
+    refused_windows: int = 0  # windows the server refused (kept in their input order)
 
     def add(self, permutation: Permutation, truncated: bool = False) -> None:
         self.windows += 1

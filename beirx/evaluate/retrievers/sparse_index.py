@@ -16,7 +16,10 @@ are ``(document position, weight)`` with positions ascending, whatever the encod
 
 Files of a finished entry: ``indptr.npy`` (int64, vocabulary + 1), ``docs.npy`` (int32 positions),
 ``weights.npy`` (float32), ``doc_ids.json`` and ``COMPLETE``, which :func:`beirx.cache_integrity.seal`
-writes last with every file's size and checksum; a damaged entry is reported and rebuilt, never used.
+writes last with every file's size and checksum; a damaged entry is reported and rebuilt, never used. The
+encoded vectors and their journal are deleted only once the entry is sealed, and a sealed ``.partial`` folder
+is published as it is: a kill at any point after the encoding costs at most rebuilding the postings, never
+encoding again.
 
 Search is exact: a query's score for every document is ``sum_t q_t * d_t`` over the query's terms,
 accumulated term by term into one float32 array (each term's postings touch each document at most once).
@@ -35,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from beirx.atomic import atomic_writer, publish_dir, reserve
-from beirx.cache_integrity import ProgressJournal, digest_bytes, seal, verify
+from beirx.cache_integrity import CacheEntry, ProgressJournal, digest_bytes, seal, verify
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.bm25_index import pair_blocks
-from beirx.models.embeddings_cache import CacheEntry, encode_into, order_digest
+from beirx.models.embeddings_cache import encode_into, order_digest
 from beirx.models.splade import SparseVector
 
 log = logging.getLogger(__name__)
@@ -118,7 +121,8 @@ def chunk_digest(folder: Path, start: int, end: int) -> str:
 
 def build_inverted(folder: Path, num_docs: int, vocab_size: int, block_pairs: int = BLOCK_PAIRS) -> int:
     """Turn the document vectors in ``folder`` (written by :class:`SparseRowsWriter`) into the inverted
-    index files in the same folder and delete them; returns the number of postings."""
+    index files in the same folder (the vectors stay: they are deleted once the entry is sealed); returns the
+    number of postings."""
     positions = np.fromfile(folder / "positions.bin", dtype=np.int64)
     counts = np.fromfile(folder / "counts.bin", dtype=np.int32).astype(np.int64)
     terms, weights = _flat(folder / "terms.bin", np.int32), _flat(folder / "weights.bin", np.float32)
@@ -170,9 +174,6 @@ def build_inverted(folder: Path, num_docs: int, vocab_size: int, block_pairs: in
         np.save(folder / "docs.npy", out_docs)
         np.save(folder / "weights.npy", out_weights)
     np.save(folder / "indptr.npy", indptr)
-    del terms, weights
-    for name in (*_ROW_FILES, *_PAIR_FILES):
-        (folder / name).unlink()
     return total
 
 
@@ -237,6 +238,9 @@ class SparseIndexCache(CacheEntry):
               checkpoint_batches: int = 32) -> tuple[InvertedIndex, list[str]]:
         """Encode in ``order`` (resuming a partial entry), build the postings, seal and publish the entry."""
         self.root.mkdir(parents=True, exist_ok=True)
+        if verify(self.partial, MARKER) is None:  # sealed by a build killed before it could publish
+            log.info("publishing the complete SPLADE index left in %s", self.partial)
+            return self._publish()
         journal = ProgressJournal(self.partial / PROGRESS, {"num_docs": len(texts), "order": order_digest(order),
                                                              "vocab_size": vocab_size})
         done, pairs = self._resume_point(journal)
@@ -262,12 +266,19 @@ class SparseIndexCache(CacheEntry):
         finally:
             writer.close()
         postings = build_inverted(self.partial, len(doc_ids), vocab_size)
-        journal.path.unlink(missing_ok=True)
         with atomic_writer(self.partial / "doc_ids.json") as fh:
             json.dump(doc_ids, fh, ensure_ascii=False)
-        seal(self.partial, MARKER, {**meta, "num_docs": len(doc_ids), "vocab_size": vocab_size, "postings": postings})
-        publish_dir(self.partial, self.folder)
+        encoded = (*_ROW_FILES, *_PAIR_FILES, PROGRESS)  # kept until the seal: a kill before it resumes from them
+        seal(self.partial, MARKER, {**meta, "num_docs": len(doc_ids), "vocab_size": vocab_size, "postings": postings},
+             exclude=encoded)
         log.info("indexed %d documents (%d postings) in %s", len(doc_ids), postings, self.folder)
+        return self._publish()
+
+    def _publish(self) -> tuple[InvertedIndex, list[str]]:
+        """Delete the encoded vectors of a sealed ``.partial`` folder and publish it as the entry."""
+        for name in (*_ROW_FILES, *_PAIR_FILES, PROGRESS):
+            (self.partial / name).unlink(missing_ok=True)
+        publish_dir(self.partial, self.folder)
         return self.load()
 
 

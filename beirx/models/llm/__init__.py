@@ -19,9 +19,10 @@ Public API::
     reply.text, reply.finish_reason, reply.refusal, reply.usage.prompt_tokens, reply.attempts
     meter.snapshot()   # requests, retries, tokens, transient failures by kind, cost_usd, prices
 
-Errors (all :class:`~beirx.errors.BeirxError`): :class:`LLMRequestError` (the server refused a request:
-``.status``), :class:`LLMError` (attempts exhausted), :class:`EndpointDown` (circuit breaker open: stop
-the run), :class:`BudgetExceeded` (the next request could break ``max_cost``; nothing over it is sent).
+Errors (all :class:`~beirx.errors.BeirxError`, all :class:`LLMError`): :class:`LLMRequestError` (the server
+refused a request: ``.status``), :class:`LLMAnswerError` (a 200 that is not a completion),
+:class:`TransportError` (no answer in all attempts: the caller leaves the work for a rerun),
+:class:`EndpointDown` (a TransportError: circuit breaker open, stop the run), :class:`BudgetExceeded` (the next request could break ``max_cost``; nothing over it is sent).
 
 Modules: :mod:`.endpoint` (base URL, model, limits; the key only from ``OPENAI_API_KEY``, never recorded),
 :mod:`.client` (concurrency, retries honouring ``Retry-After``, timeouts, breaker), :mod:`.calls`
@@ -32,12 +33,13 @@ merged over them, their SHA-256 recorded).
 """
 
 from beirx.models.llm.calls import CHAT, COMPLETIONS, Reply, Request
-from beirx.models.llm.client import EndpointDown, LLMClient, LLMError, LLMRequestError
+from beirx.models.llm.client import (EndpointDown, LLMAnswerError, LLMClient, LLMError, LLMRequestError,
+                                     TransportError)
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.templates import PromptFile, fill
 from beirx.models.llm.tokens import TokenCounter, approx_tokens
 from beirx.models.llm.usage import BudgetExceeded, Prices, Usage, UsageMeter
 
-__all__ = ["CHAT", "COMPLETIONS", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMClient", "LLMError",
-           "LLMRequestError", "Prices", "PromptFile", "Reply", "Request", "TokenCounter", "Usage", "UsageMeter",
+__all__ = ["CHAT", "COMPLETIONS", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMAnswerError", "LLMClient",
+           "LLMError", "LLMRequestError", "TransportError", "Prices", "PromptFile", "Reply", "Request", "TokenCounter", "Usage", "UsageMeter",
            "approx_tokens", "fill"]

@@ -14,8 +14,9 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from beirx.models.llm.calls import PATHS, Reply, Request
-from beirx.models.llm.client import LLMClient
+from beirx.errors import require
+from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request
+from beirx.models.llm.client import LLMClient, LLMError, LLMRequestError, TransportError, server_message
 
 DONE = ("completed", "failed", "expired", "cancelled")
 
@@ -40,9 +41,11 @@ class BatchAPI:
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         return self._run(lambda o: o.batches.retrieve(batch_id)).model_dump()
 
-    def results(self, batch: dict[str, Any], kind: str) -> dict[str, Reply | str]:
-        """``{custom_id: Reply}`` of a finished batch, or an error message for a failed request."""
-        out: dict[str, Reply | str] = {}
+    def results(self, batch: dict[str, Any], kind: str) -> dict[str, Reply | LLMError]:
+        """``{custom_id: Reply}`` of a finished batch; a failed request's error instead: an
+        :class:`LLMRequestError` when the server refused it (4xx), a :class:`TransportError` when it got no
+        answer (5xx, 429, a malformed line), which the caller leaves to a later batch."""
+        out: dict[str, Reply | LLMError] = {}
         for key in ("output_file_id", "error_file_id"):
             if not batch.get(key):
                 continue
@@ -53,15 +56,35 @@ class BatchAPI:
                 row = json.loads(line)
                 response = row.get("response") or {}
                 if response.get("status_code") == 200:
-                    out[row["custom_id"]] = Reply.from_body(kind, response.get("body") or {})
+                    try:
+                        out[row["custom_id"]] = Reply.from_body(kind, response.get("body") or {})
+                    except BadAnswer as exc:
+                        out[row["custom_id"]] = TransportError(f"malformed answer: {exc}")
+                        continue
                     self.client.meter.add(out[row["custom_id"]].usage)
                 else:
                     error = row.get("error") or (response.get("body") or {}).get("error") or {}
-                    out[row["custom_id"]] = f"HTTP {response.get('status_code')}: {error.get('message', error)}"
+                    status = response.get("status_code")
+                    message = f"HTTP {status}: {error.get('message', error) if isinstance(error, dict) else error}"
+                    out[row["custom_id"]] = LLMRequestError(message, status) \
+                        if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429) \
+                        else TransportError(message)
         return out
 
     def _run(self, call):
         async def run():
             return await call(self.client.openai_client())
 
-        return self.client.schedule(run()).result()
+        openai = require("openai", "llm", "the OpenAI Batch API")
+        try:
+            return self.client.schedule(run()).result()
+        except openai.APIStatusError as exc:
+            where = self.client.where()
+            if exc.status_code in (404, 405, 501):
+                raise LLMRequestError(f"{where} has no Batch API (HTTP {exc.status_code} from {exc.request.url.path}):"
+                                      " run without --batch", exc.status_code) from None
+            raise LLMRequestError(f"{where}: Batch API request failed with HTTP {exc.status_code} "
+                                  f"({self.client.scrub(server_message(exc))})", exc.status_code) from None
+        except openai.APIConnectionError as exc:
+            raise TransportError(f"{self.client.where()}: Batch API request failed "
+                                 f"({self.client.scrub(str(exc.__cause__ or exc))})") from None

@@ -12,16 +12,25 @@ Why it is shaped like this:
   meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
   ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
   (:class:`beirx.retry.RetryPolicy`). A waiting request gives its concurrency slot back.
-* **Failing cleanly.** 400/401/403/404/422 are not retried (:class:`LLMRequestError`, with the server's
-  message and status). A request that exhausts its attempts raises :class:`LLMError`; when the breaker
-  opens every request fails at once with :class:`EndpointDown`. All are ``BeirxError``s, and the key is
-  scrubbed from every message.
+* **Timeouts that bound time.** Every answer is streamed (``"stream": true``): an attempt fails when
+  ``timeout`` seconds pass without progress (before the answer starts, or between two streamed events; a
+  body that drips bytes without completing an event makes none) or after ``Endpoint.total_seconds`` in all.
+  A failed attempt closes its connection, which is what tells a server (llama.cpp, vLLM) to stop generating:
+  the retry is not queued behind an answer nobody reads. A server that ignores ``stream`` answers one JSON
+  body, which then must arrive within ``timeout``.
+* **Failing cleanly.** 400/404/422 are not retried (:class:`LLMRequestError`, with the server's message
+  and status); a 401/403 also stops every later request of this client at once (the key is wrong for all of
+  them). A 200 that is not a completion raises :class:`LLMAnswerError` naming the server and what is wrong.
+  A request that exhausts its attempts raises :class:`TransportError`; when the breaker opens every request
+  fails at once with :class:`EndpointDown`. All are ``BeirxError``s, and the key is scrubbed from every
+  message (and from every log line: :func:`beirx.redact.remember_secret`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
@@ -29,11 +38,13 @@ from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
-from beirx.models.llm.calls import PATHS, Reply, Request
+from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request, StreamedReply
+from beirx.models.llm.tokens import approx_tokens
+from beirx.models.llm.usage import Usage
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.loop import BackgroundLoop
 from beirx.models.llm.usage import UsageMeter
-from beirx.redact import redact_text, redact_url
+from beirx.redact import redact_text, redact_url, remember_secret
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
 log = logging.getLogger(__name__)
@@ -51,7 +62,16 @@ class LLMRequestError(LLMError):
         self.status = status
 
 
-class EndpointDown(LLMError):
+class LLMAnswerError(LLMError):
+    """The server answered 200 with something that is not a completion (not JSON, or the wrong shape)."""
+
+
+class TransportError(LLMError):
+    """The request never got an answer (timeouts, dropped connections, 5xx) in all its attempts: nothing
+    about the request is wrong, so its unit is left to a rerun, never recorded as an answer."""
+
+
+class EndpointDown(TransportError):
     """The circuit breaker is open: the server failed ``breaker_failures`` attempts in a row."""
 
 
@@ -75,6 +95,8 @@ class LLMClient:
         self._key = ""
         self._openai = None
         self._loop = BackgroundLoop("beirx-llm-client")
+        self._fatal: Callable[[], LLMError] | None = None  # after a 401/403 or a malformed answer: every later
+        # request fails at once with the same error (nothing more is sent)
         self._start_lock = threading.Lock()
 
     # -- entry points ------------------------------------------------------------------------------------
@@ -143,7 +165,9 @@ class LLMClient:
         with self._start_lock:
             if self._openai is None:
                 self._openai_module = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
+                self._httpx = _http_library()
                 self._key = self.endpoint.api_key()  # fails here, before anything is sent, when a key is needed
+                remember_secret(self._key)
                 self._loop.submit(self._setup()).result()
 
     async def _setup(self) -> None:
@@ -166,7 +190,7 @@ class LLMClient:
             self.meter.settle(reserved, usage)
 
     async def _attempts(self, request: Request) -> Reply:
-        openai = self._openai_module
+        openai, httpx = self._openai_module, self._httpx
         last = ""
         for attempt in range(self.policy.attempts):
             self._check_breaker()
@@ -177,53 +201,97 @@ class LLMClient:
                     reply = await self._send(request, attempt + 1)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                last = f"HTTP {status}" + (f" ({self._scrub(_message(exc))})" if _message(exc) else "")
+                last = f"HTTP {status}" + (f" ({self.scrub(server_message(exc))})" if server_message(exc) else "")
                 if status not in RETRY_STATUSES:
-                    raise LLMRequestError(f"{self._where()}: {last}", status) from None
+                    message = f"{self.where()}: {last}"
+                    if status in (401, 403) and self._fatal is None:
+                        self._fatal = lambda: LLMRequestError(message, status)
+                    raise LLMRequestError(message, status) from None
                 kind = "rate_limited" if status == 429 else "server_error"
                 wait_hint = retry_after(exc.response.headers)
-            except openai.APITimeoutError:
-                kind, last = "timeout", f"no answer within {self.endpoint.timeout:g} s"
-            except openai.APIConnectionError as exc:
-                kind, last = "connection", f"connection failed ({self._scrub(str(exc.__cause__ or exc))})"
+            except (openai.APITimeoutError, TimeoutError, httpx.TimeoutException):
+                kind, last = "timeout", f"no progress within {self.endpoint.timeout:g} s or no answer within " \
+                                        f"{self.endpoint.total_seconds:g} s"
+            except (openai.APIConnectionError, httpx.TransportError, _Dropped) as exc:
+                kind, last = "connection", f"connection failed ({self.scrub(str(exc.__cause__ or exc))})"
+            except BadAnswer as exc:
+                message = (f"{self.where()} answered {PATHS[request.kind]} with something that is not a completion: "
+                           f"{self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it usually ends in /v1), "
+                           f"and --api ({request.kind}) one it serves?")
+                if self._fatal is None:
+                    self._fatal = lambda: LLMAnswerError(message)
+                raise LLMAnswerError(message) from None
             else:
                 self.breaker.success()
                 return reply
-            if kind != "rate_limited" and self.breaker.failure(last):
+            if kind != "rate_limited" and self.breaker.failure(last, gave_up=attempt + 1 == self.policy.attempts):
                 self._check_breaker()
             if attempt + 1 == self.policy.attempts:
                 break
             self.meter.retried(kind)
             wait = self.policy.delay(attempt, wait_hint)
             (log.info if kind == "rate_limited" else log.warning)(
-                "%s: %s; retry %d/%d in %.2f s", self._where(), last, attempt + 1, self.policy.attempts - 1, wait)
+                "%s: %s; retry %d/%d in %.2f s", self.where(), last, attempt + 1, self.policy.attempts - 1, wait)
             await self._sleep(wait)
-        raise LLMError(f"{self._where()}: request failed after {self.policy.attempts} attempts (last: {last})")
+        tries = self.policy.attempts
+        raise TransportError(f"{self.where()}: request failed after {tries} attempt{'s' * (tries > 1)} (last: {last})")
 
     async def _send(self, request: Request, attempt: int) -> Reply:
-        # The client's documented verb for a JSON body (``post(path, body=..., cast_to=dict)``): our bodies are
-        # final JSON already, so the typed ``create()``'s parameter transform and response models would only
-        # cost CPU (a third of a request's, measured by benchmarks/translate_llm_throughput.py).
-        body = await self._openai.post(PATHS[request.kind].removeprefix("/v1"),
-                                       body=request.body(self.endpoint.model), cast_to=dict)
-        return Reply.from_body(request.kind, body, attempt)
+        """One attempt, streamed (see the module docstring). The client's documented verb for a JSON body
+        (``post(path, body=...)``) returning the raw response: our bodies are final JSON already, so the typed
+        ``create()``'s parameter transform and response models would only cost CPU (a third of a request's,
+        measured by benchmarks/translate_llm_throughput.py). Leaving the ``async with`` closes the response,
+        and with it the connection when the answer was not read to its end."""
+        body = {**request.body(self.endpoint.model), "stream": True, "stream_options": {"include_usage": True}}
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.endpoint.total_seconds
+        async with asyncio.timeout_at(min(end, loop.time() + self.endpoint.timeout)) as timer:
+            response = await self._openai.post(PATHS[request.kind].removeprefix("/v1"), body=body,
+                                               cast_to=self._httpx.Response, stream=True)
+            try:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    raw = await response.aread()  # a server that does not stream: one body within ``timeout``
+                    return Reply.from_body(request.kind, _json(raw), attempt)
+                streamed = StreamedReply(request.kind)
+                done = False
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue  # comments (": ping"), event names, blank lines between events
+                    timer.reschedule(min(end, loop.time() + self.endpoint.timeout))
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        done = True
+                        break
+                    streamed.add(_json(data.encode("utf-8")))
+                if not done and streamed.finish_reason is None:
+                    raise _Dropped("the stream ended before the answer was complete")
+            finally:
+                await response.aclose()
+        reply = Reply.from_body(request.kind, streamed.body(), attempt)
+        if streamed.usage is None:  # the server does not count a stream (llama.cpp): a chunk is a token
+            reply = Reply(reply.text, reply.finish_reason,
+                          Usage(approx_tokens(request.text) + 4 * len(request.messages), streamed.chunks),
+                          reply.refusal, attempt)
+        return reply
 
     def _check_breaker(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal()
         if self.breaker.open:
             raise EndpointDown(
-                f"{self._where()} is not answering: {self.breaker.consecutive} failed attempts in a row (last: "
+                f"{self.where()} is not answering: {self.breaker.consecutive} failed attempts in a row (last: "
                 f"{self.breaker.last_failure}). Stopped; everything finished so far is kept. Check the server, "
                 "then rerun the same command to resume")
 
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"LLM server {redact_url(self.endpoint.base_url)} (model {self.endpoint.model})"
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         text = redact_text(text)
         return text.replace(self._key, "***") if self._key and len(self._key) > 3 else text
 
 
-def _message(exc: Any) -> str:
+def server_message(exc: Any) -> str:
     """The server's own error message, short."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -232,3 +300,27 @@ def _message(exc: Any) -> str:
         if text:
             return str(text)[:300]
     return str(getattr(exc, "message", "") or "")[:300]
+
+
+class _Dropped(Exception):
+    """A streamed answer that ended early (the connection closed cleanly mid-answer)."""
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        text = raw[:80].decode("utf-8", "replace")
+        raise BadAnswer(f"a body that is not JSON ({text!r}{'...' if len(raw) > 80 else ''})") from None
+
+
+def _http_library():
+    """The HTTP library the ``openai`` package is built on (``httpx``, or its fork ``httpx2``)."""
+    import importlib
+
+    from openai import _base_client
+
+    for name in ("httpx2", "httpx"):
+        if hasattr(_base_client, name):
+            return importlib.import_module(name)
+    return importlib.import_module("httpx")

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import string
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -74,6 +77,25 @@ class PromptFile:
     def fill(self, *keys: str, **values: Any) -> str:
         """The template at ``keys`` filled with ``values``."""
         return fill(self.get(*keys), values, where=f"{self.source}: {'.'.join(keys)}")
+
+    def check(self, keys: tuple[str, ...], fields: Iterable[str], required: str | None = None) -> None:
+        """Fail now, before any request, naming the file and the key, when the template at ``keys`` is not a
+        string, uses a field beyond ``fields``, or lacks the ``required`` one."""
+        where = f"prompt file {self.source}: {'.'.join(keys)}"
+        template = self.get(*keys)
+        if not isinstance(template, str):
+            raise BeirxError(f"{where} must be a string, got {template!r}")
+        try:
+            names = {re.split(r"[.\[!:]", name)[0] for _, name, _, _ in string.Formatter().parse(template)
+                     if name is not None}
+        except ValueError as exc:
+            raise BeirxError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+        unknown = sorted(names - set(fields))
+        if unknown:
+            raise BeirxError(f"{where}: unknown field {{{unknown[0]}}}; known fields: "
+                             f"{', '.join('{' + k + '}' for k in sorted(fields))}")
+        if required and required not in names:
+            raise BeirxError(f"{where} has no {{{required}}} field: the unit's {required} would never be sent")
 
     def describe(self) -> dict[str, str]:
         return {"prompt_version": self.version, "prompt_sha256": self.sha256, "prompt_source": self.source}

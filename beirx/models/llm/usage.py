@@ -39,8 +39,8 @@ class Usage:
     @classmethod
     def from_payload(cls, payload: dict[str, Any] | None) -> Usage:
         """From a response's ``usage`` object; a server that sends none counts zero."""
-        payload = payload or {}
-        return cls(int(payload.get("prompt_tokens") or 0), int(payload.get("completion_tokens") or 0))
+        payload = payload if isinstance(payload, dict) else {}
+        return cls(_count(payload.get("prompt_tokens")), _count(payload.get("completion_tokens")))
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,10 @@ class UsageMeter:
             if self.max_cost is not None:
                 out["max_cost_usd"] = self.max_cost
             return out
+
+
+def _count(value: Any) -> int:
+    """A token count as a server sent it; anything that is not a whole number counts zero."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e15:
+        return 0
+    return int(value)

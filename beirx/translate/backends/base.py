@@ -47,6 +47,16 @@ class Translator(ABC):
                          if p.kind is inspect.Parameter.KEYWORD_ONLY)
         return sorted(names - {"retry_policy"})
 
+    def close(self) -> None:
+        """Release what the backend holds (connections, threads); idempotent, and a later call may start them
+        again. Whoever creates a translator closes it (``with translator:``)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Backend, model, revision and output-affecting options: the translation-memory key and the

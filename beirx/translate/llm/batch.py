@@ -25,6 +25,7 @@ from typing import Any
 
 from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
+from beirx.models.llm import LLMRequestError, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
 from beirx.translate.llm.translator import Attempts
@@ -50,12 +51,15 @@ class BatchExecutor:
             for segment in segments:
                 pending[_custom_id(segment)] = (key, segment)
         state = self._load()
+        unanswered: dict[str, str] = {}  # custom_id -> why it got no answer in any round: left pending
         while pending:
             round_ = self._open_round(state, pending)
-            results = self._wait(round_)
+            results = self._wait(round_, state)
             for cid, reply in results.items():
-                if cid not in pending:
-                    continue  # committed before a kill, or not this run's
+                if cid not in pending or isinstance(reply, TransportError):
+                    continue  # committed before a kill, or not this run's; or no answer (below)
+                if isinstance(reply, LLMRequestError):
+                    reply = "request_refused"
                 key, segment = pending[cid]
                 kind, text = unmark(segment)
                 attempts = Attempts(**state["units"].get(cid, {}))
@@ -67,19 +71,22 @@ class BatchExecutor:
                 del pending[cid]
                 state["units"].pop(cid, None)
                 yield key, [segment], [self.translator.conclude(text, attempts)]
-            for cid in [c for c in round_["ids"] if c in pending and c not in results]:
-                attempts = Attempts(**state["units"].get(cid, {}))  # no answer (an expired batch): an attempt
-                attempts.attempts += 1
-                key, segment = pending[cid]
-                if attempts.attempts <= self.translator.retries:
-                    state["units"][cid] = dataclasses.asdict(attempts)
-                    continue
-                self.translator.record(attempts, *unmark(segment), "batch_expired")
-                del pending[cid]
-                state["units"].pop(cid, None)
-                yield key, [segment], [self.translator.conclude(unmark(segment)[1], attempts)]
+            for cid in [c for c in round_["ids"] if c in pending and isinstance(results.get(c, _NO_ANSWER),
+                                                                                      TransportError)]:
+                # no answer (an expired batch, a 5xx): never a final row; another round, else left pending
+                rounds = state.setdefault("unanswered", {})
+                rounds[cid] = rounds.get(cid, 0) + 1
+                if rounds[cid] > self.translator.retries:
+                    unanswered[cid] = str(results.get(cid) or f"no answer in batch {round_['batch']}")
+                    del pending[cid], rounds[cid]
             round_["ingested"] = True
             self._save(state)
+        state.pop("unanswered", None)  # a rerun starts them afresh
+        self._save(state)
+        if unanswered:
+            raise TransportError(f"{len(unanswered)} units got no answer in {self.translator.retries + 1} batches "
+                                 f"(last: {next(reversed(unanswered.values()))}); they are pending and the next run "
+                                 "submits them again")
 
     def _open_round(self, state: dict[str, Any], pending: dict[str, tuple[str, str]]) -> dict[str, Any]:
         """The round in flight (after a kill), else a new one for the pending units."""
@@ -106,7 +113,7 @@ class BatchExecutor:
         log.info("batch %s submitted: %d units", round_["batch"], len(requests))
         return round_
 
-    def _wait(self, round_: dict[str, Any]) -> dict:
+    def _wait(self, round_: dict[str, Any], state: dict[str, Any]) -> dict:
         while True:
             batch = self.api.retrieve(round_["batch"])
             if batch["status"] in DONE:
@@ -116,8 +123,11 @@ class BatchExecutor:
                      counts.get("total", "?"))
             time.sleep(self.poll_seconds)
         if batch["status"] != "completed" and not batch.get("output_file_id"):
+            round_["ingested"] = True  # a dead batch: never polled again; its units are pending for a new one
+            self._save(state)
             raise BeirxError(f"batch {round_['batch']} ended {batch['status']} without results "
-                             f"({batch.get('errors')}); rerun the same command to submit its units again")
+                             f"({_errors(batch.get('errors'))}); its {len(round_['ids'])} units are pending and "
+                             "the next run submits them in a new batch")
         return self.api.results(batch, self.translator.api)
 
     def _load(self) -> dict[str, Any]:
@@ -134,6 +144,16 @@ class BatchExecutor:
 
     def close(self) -> None:
         pass
+
+
+_NO_ANSWER = TransportError("no answer")
+
+
+def _errors(errors: Any) -> str:
+    """The messages of a batch's ``errors`` object, short."""
+    data = errors.get("data") if isinstance(errors, dict) else None
+    messages = [str(e.get("message")) for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+    return "; ".join(messages)[:300] or "no reason given"
 
 
 def _custom_id(segment: str) -> str:

@@ -29,7 +29,12 @@ class Glossary:
         except OSError as exc:
             raise BeirxError(f"cannot read the glossary {path}: {exc.strerror or exc}") from None
         entries = []
-        for number, line in enumerate(raw.decode("utf-8").splitlines(), 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(path, f"the glossary is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                                  "save it as UTF-8", raw[:exc.start].count(b"\n") + 1) from None
+        for number, line in enumerate(text.splitlines(), 1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             term, _, translation = line.partition("\t")

@@ -21,6 +21,11 @@ from beirx.translate.llm.glossary import Glossary
 log = logging.getLogger(__name__)
 
 APIS = (CHAT, COMPLETIONS)
+#: The templates of each API and the fields each is filled with besides the languages' (``{text}``: required).
+TEMPLATES = {CHAT: {"system": ("glossary",), "strict": ("reasons",), "query": ("text",), "document": ("text",),
+                    "glossary": ("terms",)},
+             COMPLETIONS: {"header": ("glossary",), "example": ("source", "target"), "unit": ("text",),
+                           "glossary": ("terms",)}}
 
 
 class TranslationPrompts:
@@ -33,6 +38,8 @@ class TranslationPrompts:
         self.api, self.glossary, self.temperature, self.seed = api, glossary, temperature, seed
         self.file = PromptFile.load("beirx.translate.llm", "prompts.toml", prompt_file)
         self.fields = {"src": src, "tgt": tgt, "src_name": get_pack(src).name, "tgt_name": get_pack(tgt).name}
+        for key, extra in TEMPLATES[api].items():  # a broken template fails here, before any request
+            self.file.check((api, key), [*self.fields, *extra], "text" if "text" in extra else None)
         if api == COMPLETIONS:
             self.examples = self.file.get(COMPLETIONS, "examples", tgt, default=[])
             if not self.examples:

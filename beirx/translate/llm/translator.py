@@ -12,7 +12,9 @@ For each unit (:mod:`.units`):
    text is kept, and either is flagged with the reasons.
 
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
-not about one unit (the server is down, ``--max-cost`` reached, a bad key) stop the run.
+not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
+that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
+stays pending and a rerun sends it.
 
 A backend provides ``generate(request) -> Reply`` (a coroutine) and the event loop it runs on.
 """
@@ -30,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import checked, non_negative_float, non_negative_int, option
 from beirx.errors import BeirxError
-from beirx.models.llm import (CHAT, BudgetExceeded, EndpointDown, LLMError, LLMRequestError, Prices, Reply, Request,
-                              TokenCounter, Usage)
+from beirx.models.llm import CHAT, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -43,6 +45,8 @@ from beirx.translate.segment import split_sentences
 
 log = logging.getLogger(__name__)
 
+at_least_16 = checked(int, lambda v: v >= 16, "at least 16", "at_least_16")
+int_ = checked(int, lambda v: True, "an integer", "int_")
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
 MAX_SPLIT_DEPTH = 4
@@ -83,23 +87,26 @@ class LLMTranslator(Translator):
         if not model:
             raise BeirxError(f"the {self.name} translator needs --model (the model name the server serves, or a "
                              "model folder)")
-        self.retries = int(retries)
-        self.unit_tokens = int(unit_tokens)
-        if self.retries < 0 or self.unit_tokens < 16:
-            raise BeirxError(f"{self.name}: retries must be 0 or more and unit_tokens at least 16")
+        self.retries = option(self.name, "retries", retries, non_negative_int)
+        self.unit_tokens = option(self.name, "unit_tokens", unit_tokens, at_least_16)
         self.glossary = Glossary.load(glossary) if glossary else None
-        self.prompts = TranslationPrompts(src, tgt, api, prompt_file, self.glossary, float(temperature),
-                                          None if seed in (None, "", "none") else int(seed))
+        self.prompts = TranslationPrompts(src, tgt, api, prompt_file, self.glossary,
+                                          option(self.name, "temperature", temperature, non_negative_float),
+                                          None if seed in (None, "", "none") else option(self.name, "seed", seed, int_))
         bounds = LENGTH_BOUNDS
         if length_bounds:
-            bounds = tuple(float(x) for x in str(length_bounds).split(",")) if isinstance(length_bounds, str) \
-                else tuple(length_bounds)
+            parts = str(length_bounds).split(",") if isinstance(length_bounds, str) else list(length_bounds)
+            bounds = tuple(option(self.name, "length_bounds", x, non_negative_float) for x in parts)
+            if len(bounds) != 2 or bounds[0] > bounds[1]:
+                raise BeirxError(f"{self.name}: option length_bounds must be LOW,HIGH with LOW <= HIGH, got "
+                                 f"{length_bounds!r}")
         self.validator = Validator(src, tgt, self.prompts.fields["tgt_name"], self.glossary, bounds)
         self.fallback_name = fallback or None
         self._fallback: Translator | None = None
         self._fallback_lock = threading.Lock()
-        self.prices = Prices(float(price_in), float(price_out))
-        self.max_cost = None if max_cost in (None, "") else float(max_cost)
+        self.prices = Prices(option(self.name, "price_in", price_in, non_negative_float),
+                             option(self.name, "price_out", price_out, non_negative_float))
+        self.max_cost = None if max_cost in (None, "") else option(self.name, "max_cost", max_cost, non_negative_float)
         self.counter = TokenCounter(model)
 
     # -- what the pipeline asks ------------------------------------------------------------------------------
@@ -198,16 +205,13 @@ class LLMTranslator(Translator):
             request = self.prompts.request(kind, text, max_tokens, rejected_last or None)
             try:
                 reply = await self.generate(request)
-            except (EndpointDown, BudgetExceeded):
-                raise
             except LLMRequestError as exc:
                 if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
                     raise
                 log.warning("unit refused by the server (%s); splitting it", exc)
                 reply = "request_refused"
-            except LLMError as exc:  # this unit's request failed every attempt; others may not
-                log.warning("%s", exc)
-                reply = "server_error"
+            # Any other error (the server unreachable, timing out, answering nonsense; the budget spent) is not
+            # an answer about this unit: it propagates, the unit stays untranslated and a rerun sends it again.
             reasons = self.record(result, kind, text, reply)
             if not reasons:
                 return result
@@ -217,8 +221,6 @@ class LLMTranslator(Translator):
                 if halves:
                     return await self._split(kind, halves, depth, result)
                 max_tokens *= 2
-            if "server_error" in reasons:
-                break
         return result
 
     def record(self, result: Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
@@ -281,6 +283,11 @@ class LLMTranslator(Translator):
                 sorted(_placeholders(text)) != sorted(_placeholders("\n".join(out))):
             return None
         return "\n".join(out)
+
+    def close(self) -> None:
+        with self._fallback_lock:
+            if self._fallback is not None:
+                self._fallback.close()
 
     # -- the manifest ----------------------------------------------------------------------------------------
     def run_report(self, tally: dict[str, Any]) -> dict[str, Any]:

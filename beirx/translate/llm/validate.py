@@ -22,6 +22,11 @@ that could still be written, flagged. The caller retries with a stricter prompt,
   question is ``question_lost``.
 * Numbers, URLs and placeholders of the source must all be in the answer (digit runs, as the quality report
   compares them, so ``3.5`` → ``3,5`` passes); glossary terms as the glossary says; no degenerate repetition.
+* Nothing may be added either: a number (``added_numbers``), a URL (``added_urls``), HTML the source does not
+  have (``added_markup``: a tag such as ``<script>``, ``<img onerror=...>``, ``<b>``, or a ``<!-- -->``
+  comment; markup in a benchmark is rendered or executed by whoever displays it), or more sentences than
+  the source has (``added_sentences``: an appended remark, advert or answer). Added URLs and markup are hard:
+  when they persist the source is kept, never the answer.
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ from beirx.translate import langid
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
 from beirx.translate.quality import checks
+from beirx.translate.segment import split_sentences
 
-HARD = frozenset({"empty", "refusal", "truncated", "line_count", "lost_placeholders", "meta_commentary"})
+HARD = frozenset({"empty", "refusal", "truncated", "line_count", "lost_placeholders", "meta_commentary",
+                  "added_markup", "added_urls"})
 LENGTH_BOUNDS = (0.33, 3.0)
 #: Scripts that need far fewer characters than English: only the upper bound applies to them.
 COMPACT_SCRIPTS = {"zh", "ja", "ko", "th", "lo", "km", "my", "bo"}
@@ -43,6 +50,7 @@ MIN_CHARS_FOR_RATIO = 20
 MIN_LETTERS_FOR_LANGID = 20
 
 _PLACEHOLDER = re.compile(r"⟦\d+⟧")
+_MARKUP = re.compile(r"<!--|-->|<\s*/?\s*([A-Za-z][\w:-]*)(?=[\s/>])[^<>]*>?")
 _LETTERS = re.compile(r"[^\W\d_]")
 _ANNOUNCE = re.compile(
     r"^\s*(?:(?:sure|certainly|of course|okay|ok)\b[!,.]*\s*)?(?:here(?:'s| is| are)|below is|this is|the following"
@@ -152,6 +160,7 @@ class Validator:
         if lost_urls:
             reasons.append("lost_urls")
             verdict.details["lost_urls"] = lost_urls
+        self._additions(source, text, verdict)
         if self.glossary is not None:
             missing = self.glossary.missing(source, text)
             if missing:
@@ -159,6 +168,20 @@ class Validator:
                 verdict.details["glossary"] = missing
         if checks.repetition(source, text):
             reasons.append("repetition")
+
+    def _additions(self, source: str, text: str, verdict: Verdict) -> None:
+        """What the answer has and the source has not (see the module docstring)."""
+        added = {"added_numbers": sorted(checks.numbers(text) - checks.numbers(source)),
+                 "added_urls": sorted(u for u in checks.urls(text) if u not in source),
+                 "added_markup": sorted(_markup(text) - _markup(source))}
+        for reason, what in added.items():
+            if what:
+                verdict.reasons.append(reason)
+                verdict.details[reason] = what[:10]
+        counts = [_sentences(part, lang) for part, lang in ((source, self.src), (text, self.tgt))]
+        if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(verdict.reasons):  # (said already)
+            verdict.reasons.append("added_sentences")
+            verdict.details["sentences"] = counts
 
     def strip_wrappers(self, text: str, source: str) -> tuple[str, list[str]]:
         """``text`` without the recognisable wrappers listed in the module docstring, and which were removed."""
@@ -186,6 +209,15 @@ class Validator:
             if text == before:
                 break
         return text, removed
+
+
+def _markup(text: str) -> set[str]:
+    """The HTML of ``text``: tag names (lowercase) and comment delimiters."""
+    return {(m.group(1) or m.group(0)).lower() for m in _MARKUP.finditer(text)}
+
+
+def _sentences(text: str, lang: str) -> int:
+    return sum(1 for _, is_sentence in split_sentences(text, lang) if is_sentence)
 
 
 def _quoted(text: str) -> bool:

@@ -109,6 +109,9 @@ class QualityMethod(ABC):
         """The method configured by parsed flags, or None when the flags do not ask for it."""
         return None
 
+    def close(self) -> None:
+        """Release what the method holds (a back-translator's connections); whoever built it closes it."""
+
     @abstractmethod
     def describe(self, context: QualityContext) -> dict[str, Any]:
         """Model, revision, prompt hash and options: what ``quality.json`` records (never a secret)."""

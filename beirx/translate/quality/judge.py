@@ -109,7 +109,7 @@ class LLMJudge(QualityMethod):
         group.add_argument("--judge-concurrency", type=positive_int, default=8,
                            help="requests in flight (default 8; 1 for a server that answers one at a time)")
         group.add_argument("--judge-timeout", type=positive_float, default=120.0,
-                           help="seconds per request attempt (default 120)")
+                           help="seconds a request attempt may go without progress (default 120)")
         group.add_argument("--judge-prompt-file", type=Path,
                            help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)")
         group.add_argument("--judge-max-cost", type=non_negative_float, metavar="USD",

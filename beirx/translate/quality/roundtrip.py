@@ -66,6 +66,9 @@ class RoundTrip(QualityMethod):
         return cls(backend(tgt, src, args.roundtrip_model, **dict(args.roundtrip_option)),
                    args.roundtrip_sample)
 
+    def close(self) -> None:
+        self.translator.close()
+
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"translator": self.translator.describe(), "chrF": "sacrebleu sentence chrF (defaults)",
                 "encoder": context.encoder().describe()}
