@@ -56,10 +56,23 @@ class Outcome:
     """Each in-process ``beirx`` call: argv, exit code, seconds."""
 
 
+def _hub_settings(env: dict[str, str]) -> dict[str, object]:
+    """What huggingface_hub would have read from ``env`` had it been imported under it: it reads its cache
+    folder and offline mode once, at import, into ``huggingface_hub.constants``."""
+    home = env.get("HF_HOME", os.path.join(env.get("HOME", "~"), ".cache", "huggingface"))
+    return {"HF_HUB_CACHE": env.get("HF_HUB_CACHE", os.path.join(home, "hub")),
+            "HF_HUB_OFFLINE": env.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")}
+
+
 def _in_process(run, cwd: str, env: dict[str, str], argv0: list[str]) -> tuple[int, str, str]:
     """``run()`` with the given folder, environment and ``sys.argv``, its stdout/stderr captured, and everything
-    it changed in the process (environment, folder, root logger) put back afterwards."""
+    it changed in the process (environment, folder, root logger, huggingface_hub's settings) put back
+    afterwards."""
+    from huggingface_hub import constants as hub
+
     saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
+    settings = _hub_settings(env)
+    saved_hub = {name: getattr(hub, name) for name in settings}
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
     out, err = io.StringIO(), io.StringIO()
@@ -68,6 +81,8 @@ def _in_process(run, cwd: str, env: dict[str, str], argv0: list[str]) -> tuple[i
         os.environ.update(env)
         os.chdir(cwd)
         sys.argv = argv0
+        for name, value in settings.items():
+            setattr(hub, name, value)
         root.handlers = []  # so beirx's logging.basicConfig writes to this command's stderr
         with redirect_stdout(out), redirect_stderr(err):
             try:
@@ -81,6 +96,8 @@ def _in_process(run, cwd: str, env: dict[str, str], argv0: list[str]) -> tuple[i
         for handler in root.handlers:
             handler.close()
         root.handlers, root.level = saved_handlers, saved_level
+        for name, value in saved_hub.items():
+            setattr(hub, name, value)
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         os.environ.clear()

@@ -3,14 +3,16 @@ own argument parser, and, when marked ``run``, executed on this machine (docs/do
 
 Run blocks see a scratch ``HOME`` whose ``~/.cache/beirx`` (beirx's default cache) already holds the
 catalogue's ``scifact``, and a ``../shared`` whose ``data/beir/scifact`` is the same folder: a slice of the real
-SciFact (the first 60 test queries with every judged document, 150 documents in all), so every command runs
-for real in seconds. Hub model ids are mapped onto the real models the other tests use (MODELS).
+SciFact (the first 60 test queries with every judged document, 100 documents in all, each abstract cut to its
+first 48 words), so every command runs for real in seconds. Hub model ids resolve, offline, to the real models
+the other tests use, laid out in that ``HOME``'s Hugging Face cache (_hub_models), so commands run as written.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shlex
 import shutil
 import time
@@ -23,12 +25,31 @@ from docs_runner import run_python, run_shell
 
 BLOCKS = all_blocks()
 RUN_PAGES = sorted({b.path for b in BLOCKS if b.runs})
-SLICE_QUERIES, SLICE_DOCS = 60, 150
+SLICE_QUERIES, SLICE_DOCS, SLICE_WORDS = 60, 100, 48
+# where a Hugging Face cache may be pointed; the commands see only the scratch one
+HF_CACHE_VARIABLES = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE",
+                      "SENTENCE_TRANSFORMERS_HOME")
 
 
-def _models(e5_small: Path) -> dict[str, str]:
-    """Hub ids used in run blocks -> a local folder of the same real model (the Hub is unreachable here)."""
-    return {"intfloat/multilingual-e5-small": str(e5_small)}
+def _hub_models(e5_small: Path) -> dict[str, Path]:
+    """Hub ids used in run blocks (or by default, e.g. the subset recipe's pool) -> a local folder of the same
+    real model (the Hub is unreachable here)."""
+    return {"intfloat/multilingual-e5-small": e5_small}
+
+
+def _hub_cache(hub: Path, models: dict[str, Path]) -> None:
+    """Each model folder as the snapshot of its Hub id in a Hugging Face cache (``refs/main`` naming a commit,
+    ``snapshots/COMMIT/`` linking every file), which ``snapshot_download`` and ``hf_hub_download`` find offline."""
+    for repo_id, folder in models.items():
+        repo = hub / f"models--{repo_id.replace('/', '--')}"
+        commit = "0" * 40
+        (repo / "refs").mkdir(parents=True)
+        (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+        for source in folder.rglob("*"):
+            if source.is_file():
+                target = repo / "snapshots" / commit / source.relative_to(folder)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(source.resolve())
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
@@ -83,7 +104,8 @@ def test_commands_of_a_block():
 @pytest.fixture(scope="session")
 def scifact_slice(scifact_dir, tmp_path_factory) -> Path:
     """The first SLICE_QUERIES test queries of the real SciFact with every judged document, filled up to
-    SLICE_DOCS documents in file order; train qrels restricted to those documents."""
+    SLICE_DOCS documents in file order, each text cut to its first SLICE_WORDS words (encoding is most of the
+    run blocks' time); train qrels restricted to those documents."""
     out = tmp_path_factory.mktemp("docs-data") / "scifact"
     (out / "qrels").mkdir(parents=True)
     test_rows = (scifact_dir / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()
@@ -96,10 +118,10 @@ def scifact_slice(scifact_dir, tmp_path_factory) -> Path:
     docs = {r.split("\t")[1] for r in tests}
     lines = []
     for line in (scifact_dir / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
-        doc_id = json.loads(line)["_id"]
-        if doc_id in docs or len(docs) < SLICE_DOCS:
-            docs.add(doc_id)
-            lines.append(line)
+        doc = json.loads(line)
+        if doc["_id"] in docs or len(docs) < SLICE_DOCS:
+            docs.add(doc["_id"])
+            lines.append(json.dumps({**doc, "text": " ".join(doc["text"].split()[:SLICE_WORDS])}))
     (out / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     train_rows = (scifact_dir / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines()
     trains = [r for r in train_rows[1:] if r.split("\t")[1] in docs]
@@ -114,21 +136,26 @@ def scifact_slice(scifact_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def docs_machine(scifact_slice, e5_small, tmp_path_factory) -> dict:
-    """The scratch HOME (its ~/.cache/beirx shared by every page, so a model encodes the slice once), the
-    ``../shared`` every page's folder sees, and the environment of the commands."""
+    """The scratch HOME (its ~/.cache/beirx shared by every page, so a model encodes the slice once; its
+    ~/.cache/huggingface holding the Hub models), the ``../shared`` every page's folder sees, and the
+    environment of the commands."""
     root = tmp_path_factory.mktemp("docs-run")
     shutil.copytree(scifact_slice, root / "shared" / "data" / "beir" / "scifact")
     shutil.copytree(scifact_slice, root / "home" / ".cache" / "beirx" / "datasets" / "scifact")
-    env = {k: v for k, v in os.environ.items() if k != "BEIRX_HOME"}
-    env.update(HOME=str(root / "home"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+    hf_home = root / "home" / ".cache" / "huggingface"
+    _hub_cache(hf_home / "hub", _hub_models(e5_small))
+    env = {k: v for k, v in os.environ.items() if k != "BEIRX_HOME" and not k.startswith(HF_CACHE_VARIABLES)}
+    env.update(HOME=str(root / "home"), HF_HOME=str(hf_home), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false",
                PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    return {"root": root, "env": env, "models": _models(e5_small)}
+    return {"root": root, "env": env}
 
 
-def _mapped(text: str, models: dict[str, str]) -> str:
-    for hub_id, folder in models.items():
-        text = text.replace(hub_id, folder)
-    return text
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children: on a shared machine a fairer measure of what a
+    block costs than its wall time."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 @pytest.mark.slow
@@ -139,13 +166,13 @@ def test_the_run_blocks_of_a_page_run(page: Path, docs_machine):
     work.mkdir(parents=True)
     (page_dir / "shared").symlink_to(docs_machine["root"] / "shared")  # ../shared from the page's folder
     for block in (b for b in BLOCKS if b.path == page and b.runs):
-        text = _mapped(block.text, docs_machine["models"])
-        start = time.perf_counter()
+        text = block.text
+        start, cpu = time.perf_counter(), _cpu_seconds()
         if block.shell:
             done = run_shell(text, work, docs_machine["env"], timeout=900)
         else:
             done = run_python(text, block.where, work, docs_machine["env"])
-        print(f"{block.where}: {time.perf_counter() - start:.1f} s")
+        print(f"{block.where}: {time.perf_counter() - start:.1f} s ({_cpu_seconds() - cpu:.1f} s CPU)")
         for argv, rc, seconds in done.calls:
             print(f"    {seconds:6.1f} s  rc {rc}  beirx {shlex.join(argv)}")
         assert done.returncode == 0, f"{block.where} failed ({done.returncode}):\n{done.stdout[-3000:]}\n" \
