@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,27 @@ inputs = ["bm25", "ext"]
         assert (flags_out / f"{name}.trec").read_bytes() == (grid_out / f"{name}.trec").read_bytes()
     hybrid = ResultsDocument.load(grid_out / "tiny-en-test-hybrid.json")
     assert (hybrid.label, hybrid.system.kind, hybrid.language_pair) == ("hybrid", "fusion", "en")
+
+
+def test_a_grid_given_as_a_dict_is_the_grid_file(tiny_dataset, tmp_path, monkeypatch):
+    """From Python (a notebook) the grid is a dict with the file's keys: same plan, same results bytes."""
+    from beirx.evaluate.plan import plan_from_config
+    from beirx.evaluate.runner import run_plan
+
+    grid = {"top_k": 10, "languages": ["en"], "datasets": [str(tiny_dataset)], "output": str(tmp_path / "dict"),
+            "systems": [{"name": "bm25", "retriever": "bm25", "fields": "flat"}]}
+    config = tmp_path / "grid.toml"
+    config.write_text(f'top_k = 10\nlanguages = ["en"]\ndatasets = ["{tiny_dataset}"]\n'
+                      '[[systems]]\nname = "bm25"\nretriever = "bm25"\nfields = "flat"\n', encoding="utf-8")
+    (row,) = run_plan(plan_from_config(grid), show_progress=False, use_cache=False)
+    assert main(["eval", "--config", str(config), "--output", str(tmp_path / "file"), "--no-index-cache"]) == 0
+    assert row.results_path == tmp_path / "dict" / "tiny-en-test-bm25.json"
+    assert _comparable(row.results_path) == _comparable(tmp_path / "file" / "tiny-en-test-bm25.json")
+    assert row.run_path.read_bytes() == (tmp_path / "file" / "tiny-en-test-bm25.trec").read_bytes()
+    monkeypatch.chdir(tmp_path)  # relative paths in a dict are relative to the working directory
+    assert plan_from_config({**grid, "output": "out"}).output == Path("out")
+    with pytest.raises(BeirxError, match=r"^<grid dict>: 'datasets' must be a non-empty list$"):
+        plan_from_config({"systems": grid["systems"]})
 
 
 def test_results_record_efficiency_of_a_retriever(tiny_dataset, tmp_path):

@@ -82,7 +82,7 @@ class FieldQuality:
     scores: dict[str, Distribution] = optional("distribution of each score", default_factory=dict)
     methods: dict[str, MethodField] = optional("each method's outcome", default_factory=dict)
     rows: dict[str, dict[str, float | None]] = optional(
-        "every row's value of each score: rows[score][item id]; null = tried, no value", default_factory=dict)
+        "every row's value of each score: `rows[score][item id]`; null = tried, no value", default_factory=dict)
     flagged: dict[str, list[str]] = optional("the flag reasons of every flagged item, by item id",
                                              default_factory=dict)
     missing_examples: list[str] | None = optional("up to 10 missing IDs")

@@ -44,17 +44,23 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)\n")
 
 
-def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = Parser(prog="beirx", description="Translated IR benchmarks and multilingual retrieval evaluation.")
-    parser.add_argument("--version", action="version", version=f"beirx {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
-    # The same flags after the subcommand (``beirx eval -v``); SUPPRESS keeps ``beirx -v eval`` working.
+def common_options() -> argparse.ArgumentParser:
+    """The flags every subcommand takes after its name (``beirx eval -v``); SUPPRESS keeps ``beirx -v eval``
+    working. A parent parser (``parents=[common_options()]``)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more log output")
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="warnings and errors only")
     common.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="progress bars (default: when stderr is a terminal; periodic log lines otherwise)")
+    return common
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = Parser(prog="beirx", description="Translated IR benchmarks and multilingual retrieval evaluation.")
+    parser.add_argument("--version", action="version", version=f"beirx {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
+    common = common_options()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = _command_name(argv)
     for name, (module, help_text) in COMMANDS.items():

@@ -44,6 +44,7 @@ computed once per dataset and language pair and shared by every fusion and reran
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,8 @@ from beirx.path_problems import link_problem
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
 _FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}
 _RERANK_KEYS = {"name", "reranker", "first_stage", "depth"}
+GRID_DICT = "<grid dict>"
+"""What errors name when :func:`plan_from_config` is given a dict instead of a file."""
 
 
 @dataclass
@@ -223,10 +226,18 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
     return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name)
 
 
-def plan_from_config(path: Path | str) -> Plan:
-    """Parse and check a grid file; every error names the file."""
-    path = Path(path)
-    data = read_config(path)
+def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
+    """Parse and check a grid file; every error names the file.
+
+    ``path`` may also be the grid itself, a dict with the file's keys (from Python or a notebook: the same
+    plan without writing a file); errors then name ``<grid dict>`` and relative paths are relative to the
+    working directory.
+    """
+    if isinstance(path, Mapping):
+        data, path = dict(path), Path(GRID_DICT)
+    else:
+        path = Path(path)
+        data = read_config(path)
     unknown = set(data) - _TOP_KEYS
     if unknown:
         raise DataError(path, f"unknown top-level keys {sorted(unknown)}; expected some of {sorted(_TOP_KEYS)}")
