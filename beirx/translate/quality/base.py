@@ -99,6 +99,7 @@ class QualityMethod(ABC):
     scores: ClassVar[tuple[Score, ...]] = ()
     flags: ClassVar[dict[str, str]] = {}  # reason -> one line for the report's legend
     sample: int | None = None  # rows per field this method scores; None = all
+    default: ClassVar[bool] = False  # runs when nobody chose the methods (run_quality without methods=)
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:

@@ -124,6 +124,7 @@ class Checks(QualityMethod):
     """The rule checks above, on every row."""
 
     name = "checks"
+    default = True
     flags = REASONS
 
     @classmethod

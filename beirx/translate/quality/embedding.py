@@ -18,6 +18,7 @@ from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
 
 class EmbeddingSimilarity(QualityMethod):
     name = "similarity"
+    default = True
     scores = (Score("similarity", "cosine similarity of source and translation embeddings", scale=(0.0, 1.0)),)
     flags = {"low_similarity": f"similarity is a low outlier for this field (robust z < -{ROBUST_Z})"}
 

@@ -1,21 +1,129 @@
-"""Write a quality report: ``quality.json`` + ``quality.md`` (summary, BEIR-PL Table 2 layout, every
-method's scores, flags, the worst rows with every score side by side), ``flagged.jsonl`` (every flagged
-pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md`` (pairs for a human to
-check). The Markdown is rendered from the report alone, so it can be rebuilt from any ``quality.json``.
-Every file is written atomically, so a report on disk is always complete.
+"""Write a quality report: ``quality.json`` + its per-row sidecar ``rows.jsonl``, ``quality.md`` (summary,
+BEIR-PL Table 2 layout, every method's scores, flags, the worst rows with every score side by side),
+``flagged.jsonl`` (every flagged pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md``
+(pairs for a human to check). Rows are streamed to the files as each field is scored (:class:`ReportFiles`):
+memory holds the review sample and the worst rows, not a record per row. The Markdown is rendered from the
+report and its sidecar alone, so it can be rebuilt from any ``quality.json``. Every file is written
+atomically, ``quality.json`` last, so a report on disk is always complete.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
 import json
+import random
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts import quality_rows
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod
 
 WORST_ROWS = 20
 EXCERPT = 80
+JSONL_DIGITS = 4  # scores in flagged.jsonl / review_sample.jsonl; rows.jsonl keeps full precision
+
+
+class ReportFiles:
+    """The files of one run, as a context: :meth:`add` streams each field's rows to ``rows.jsonl`` and
+    ``flagged.jsonl`` and keeps the field's review sample and worst rows; :meth:`finish` commits them and writes
+    ``review_sample.*``, ``quality.md`` and ``quality.json``. An error before :meth:`finish` leaves every earlier
+    report in the folder as it was."""
+
+    def __init__(self, folder: Path, methods: Sequence[QualityMethod], sample_size: int, seed: int):
+        self.folder, self.methods, self.sample_size, self.seed = folder, list(methods), sample_size, seed
+        self.higher = {s.name: s.higher_is_better for m in self.methods for s in m.scores}
+        self.sample: list[dict] = []
+        self.worst: dict[str, list[dict]] = {}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> ReportFiles:
+        folder = self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._rows = self._stack.enter_context(atomic_writer(folder / quality_rows.FILENAME))
+        self._flagged = self._stack.enter_context(atomic_writer(folder / "flagged.jsonl"))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
+
+    def add(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> tuple[dict[str, int], int]:
+        """Stream one field's rows; returns its items per flag reason and its flagged items."""
+        counts: dict[str, int] = {}
+        flagged = 0
+        for row in self._records(pairs, results):
+            for reason in row["flags"]:
+                counts[reason] = counts.get(reason, 0) + 1
+            flagged += bool(row["flags"])
+        return counts, flagged
+
+    def _records(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> Iterator[dict]:
+        values = {score: found for r in results.values() for score, found in r.values.items()}
+        ranks = quality_rows.mean_percentile_ranks(values, self.higher)
+        picked = set(random.Random(f"{self.seed}-{pairs.field}-review").sample(range(len(pairs)),
+                                                                                min(self.sample_size, len(pairs))))
+        worst: list[tuple] = []  # a max-heap of the field's WORST_ROWS worst rows, by negated position
+        for n, item in enumerate(pairs.ids):  # methods in run order: a row's reasons read the same on every run
+            reasons = [reason for m in self.methods for reason in results[m.name].reasons.get(item, [])]
+            scores = {score: found[item] for score, found in values.items() if item in found}
+            row = quality_rows.record(pairs.field, item, reasons, ranks.get(item), scores)
+            self._rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if reasons or n in picked:
+                full = _full_row(pairs, n, results, reasons, scores)
+                if reasons:
+                    self._flagged.write(json.dumps(full, ensure_ascii=False) + "\n")
+                if n in picked:
+                    self.sample.append(full)
+            if reasons or scores:  # rows no method judged are not ranked
+                badness = (quality_rows.badness(row), item)
+                entry = (_Reversed(badness), n, {**row, "translation": pairs.translations[n]})
+                if len(worst) < WORST_ROWS:
+                    heapq.heappush(worst, entry)
+                elif badness < worst[0][0].key:
+                    heapq.heapreplace(worst, entry)
+            yield row
+        self.worst[pairs.field] = [row for _, _, row in sorted(worst, key=lambda e: e[0].key)]
+
+    def finish(self, report: QualityReport) -> None:
+        """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
+        self._stack.close()
+        with atomic_writer(self.folder / "review_sample.jsonl") as fh:
+            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in self.sample)
+        with atomic_writer(self.folder / "review_sample.md") as fh:
+            fh.write(render_sample(self.sample))
+        with atomic_writer(self.folder / "quality.md") as fh:
+            fh.write(render_markdown(report, self.worst))
+        report.save(self.folder / FILENAME)
+
+
+class _Reversed:
+    """Orders a key backwards, so that :mod:`heapq`'s min-heap keeps the ``n`` smallest keys at hand."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Any):
+        self.key = key
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return other.key < self.key
+
+
+def _full_row(pairs: FieldPairs, n: int, results: dict[str, MethodResult], reasons: list[str],
+              scores: dict[str, float | None]) -> dict[str, Any]:
+    """One row of ``flagged.jsonl``/``review_sample.jsonl``: every score, reasons, evidence, texts."""
+    item = pairs.ids[n]
+    row: dict[str, Any] = {"field": pairs.field, "id": item}
+    row.update((score, None if value is None else round(value, JSONL_DIGITS)) for score, value in scores.items())
+    details: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for result in results.values():
+        details.update(result.details.get(item, {}))
+        texts.update({key: by_id[item] for key, by_id in result.texts.items() if item in by_id})
+    row.update(reasons=reasons, details=details, source=pairs.sources[n], translation=pairs.translations[n], **texts)
+    return row
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -31,8 +139,9 @@ def _table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[s
     return lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
 
 
-def render_markdown(report: QualityReport, texts: dict[tuple[str, str], str] | None = None) -> str:
-    """The human-readable report; ``texts`` (``(field, id) -> translation``) adds excerpts to the worst rows."""
+def render_markdown(report: QualityReport, worst: dict[str, list[dict]] | None = None) -> str:
+    """The human-readable report. ``worst`` (field -> its worst sidecar rows, a ``translation`` in each for an
+    excerpt) is read from the report's sidecar when not given (then without excerpts)."""
     fields = report.parameters.fields
     src, tgt = report.source.lang, report.translated.lang
     lines = [f"# Translation quality: {report.dataset} ({src} → {tgt})", ""]
@@ -56,7 +165,7 @@ def render_markdown(report: QualityReport, texts: dict[tuple[str, str], str] | N
     lines += _histograms(report, fields)
     lines += _flags_section(report, fields)
     lines += _summaries(report, fields, tgt)
-    lines += _worst_rows(report, fields, texts or {})
+    lines += _worst_rows(report, fields, worst)
     lines += ["", "## Provenance", "",
               f"- Source: `{report.source.path}` ({report.source.checksum})",
               f"- Translation: `{report.translated.path}` ({report.translated.checksum})"]
@@ -140,21 +249,20 @@ def _summaries(report: QualityReport, fields: list[str], tgt: str) -> list[str]:
     return lines
 
 
-def _worst_rows(report: QualityReport, fields: list[str], texts: dict[tuple[str, str], str]) -> list[str]:
+def _worst_rows(report: QualityReport, fields: list[str], worst: dict[str, list[dict]] | None) -> list[str]:
     scores = list(report.scores)
     lines = []
     for f in fields:
-        entry = report.fields[f]
-        worst = report.ranked_rows(f)[:WORST_ROWS]
-        if not worst:
+        found = worst[f] if worst is not None else report.worst(WORST_ROWS, [f])
+        if not found:
             continue
         rows = []
-        for item in worst:
-            values = [_fmt(entry.rows.get(s, {}).get(item)) for s in scores]
-            excerpt = " ".join(texts.get((f, item), "").split())
+        for row in found:
+            values = [_fmt(row["scores"].get(s)) for s in scores]
+            excerpt = " ".join(row.get("translation", "").split())
             excerpt = (excerpt[:EXCERPT] + "…" if len(excerpt) > EXCERPT else excerpt).replace("|", "\\|")
-            rows.append([f"`{item}`", ", ".join(entry.flagged.get(item, [])) or "–", *values, excerpt])
-        lines += ["", f"## Worst {len(worst)} {f} rows", "",
+            rows.append([f"`{row['id']}`", ", ".join(row["flags"]) or "–", *values, excerpt])
+        lines += ["", f"## Worst {len(found)} {f} rows", "",
                   "Most flags first, then the lowest mean percentile rank over every score.", ""]
         lines += _table(["id", "flags", *(f"`{s}`" for s in scores), "translation"], rows,
                         "ll" + "r" * len(scores) + "l")
@@ -179,22 +287,3 @@ def render_sample(rows: list[dict]) -> str:
 
 def _quote(text: str) -> str:
     return " ".join(text.split())
-
-
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with atomic_writer(path) as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_report(output_dir: Path, report: QualityReport, flagged: list[dict], sample: list[dict],
-                 texts: dict[tuple[str, str], str] | None = None) -> None:
-    """All report files; ``texts`` (``(field, id) -> translation``) gives the worst rows their excerpts."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(output_dir / "flagged.jsonl", flagged)
-    _write_jsonl(output_dir / "review_sample.jsonl", sample)
-    with atomic_writer(output_dir / "review_sample.md") as fh:
-        fh.write(render_sample(sample))
-    with atomic_writer(output_dir / "quality.md") as fh:
-        fh.write(render_markdown(report, texts))
-    report.save(output_dir / FILENAME)
