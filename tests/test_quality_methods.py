@@ -158,6 +158,40 @@ def test_cli_offers_every_registered_method(capsys):
     assert "--roundtrip-sample N|all" in help_text and "--comet PATH" in help_text and "--no-similarity" in help_text
 
 
+def test_a_toy_method_is_one_module_plus_one_registry_line(tmp_path, capsys, monkeypatch):
+    """tests/quality_toy.py declares its flags (defaults there, once), scores, flags, report and card lines; one
+    registry line later beirx quality offers its flags, runs it, and its column, report line and figure appear."""
+    monkeypatch.setattr(QUALITY_METHODS, "_entries", dict(QUALITY_METHODS._entries))  # undone after the test
+    QUALITY_METHODS.register("char_ratio", "quality_toy:CharRatio")  # the one line
+    assert main(["quality", "--help"]) == 0
+    assert "quality method char_ratio:" in capsys.readouterr().out
+    source, translated = _datasets(tmp_path)
+    assert main(["quality", str(translated.root), "--source", str(source.root), "--lang", "es", "--no-similarity",
+                 "--no-progress", "--toy", "--toy-max-ratio", "1.4", "--output", str(tmp_path / "q")]) == 0
+    printed = capsys.readouterr().out
+    # its score's mean ((14/30 + 26/18 + 1 + 2) / 4), its figure after the checks' one, its flag counted
+    line = printed.splitlines()[1]
+    assert line.startswith("queries       4        4  char_ratio 1.2278; in target language ")
+    assert line.endswith(", longest ratio 2.0000; flags: length_ratio 1, too_long 2, untranslated 1, wrong_language 1")
+    report = QualityReport.load(tmp_path / "q" / "quality.json")
+    assert report.methods["char_ratio"].description == {"max_ratio": 1.4}
+    # characters: q0 14/30, q1 26/18, q2 25/25, q3 16/8; above 1.4: q1 and q3
+    assert scores_of(report, "corpus") == {"d0": {"char_ratio": 14 / 30}, "d1": {"char_ratio": 26 / 18},
+                                           "d2": {"char_ratio": 1.0}, "d3": {"char_ratio": 2.0}}
+    assert row_flags(report, "queries") == {"q0": ["length_ratio"], "q1": ["too_long"],
+                                            "q2": ["untranslated", "wrong_language"], "q3": ["too_long"]}
+    md = (tmp_path / "q" / "quality.md").read_text(encoding="utf-8")
+    assert "- Longest queries translation: 2.00x its source." in md and "- Longest corpus translation: 2.00x" in md
+    assert "- `too_long` (char_ratio): the translation is more than --toy-max-ratio times" in md
+    from beirx.publish.cards import read_quality
+
+    assert QualityReport.path_in(translated.root).parent != tmp_path / "q"
+    (translated.root / "quality").mkdir()
+    for name in ("quality.json", "rows.jsonl"):
+        (translated.root / "quality" / name).write_bytes((tmp_path / "q" / name).read_bytes())
+    assert read_quality(translated.root)["queries longest ratio"] == 2.0
+
+
 # -- COMET: model folder checks (no unbabel-comet needed) -------------------------------------------------------
 def _comet_folder(tmp_path, hparams: str):
     folder = tmp_path / "kiwi"

@@ -10,9 +10,9 @@ atomically, ``quality.json`` last, so a report on disk is always complete.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import json
 import random
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,20 +52,25 @@ class ReportFiles:
 
     def add(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> tuple[dict[str, int], int]:
         """Stream one field's rows; returns its items per flag reason and its flagged items."""
-        counts: dict[str, int] = {}
+        counts: Counter[str] = Counter()
         flagged = 0
-        for row in self._records(pairs, results):
-            for reason in row["flags"]:
-                counts[reason] = counts.get(reason, 0) + 1
-            flagged += bool(row["flags"])
-        return counts, flagged
+
+        def rows() -> Iterator[dict]:
+            nonlocal flagged
+            for row in self._records(pairs, results):
+                counts.update(row["flags"])
+                flagged += bool(row["flags"])
+                yield row
+
+        self.worst[pairs.field] = quality_rows.worst(rows(), WORST_ROWS)  # a bounded heap over the stream
+        return dict(counts), flagged
 
     def _records(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> Iterator[dict]:
+        """Write each row to the sidecar (and ``flagged.jsonl``, the sample); yield it with its translation."""
         values = {score: found for r in results.values() for score, found in r.values.items()}
         ranks = quality_rows.mean_percentile_ranks(values, self.higher)
         picked = set(random.Random(f"{self.seed}-{pairs.field}-review").sample(range(len(pairs)),
                                                                                 min(self.sample_size, len(pairs))))
-        worst: list[tuple] = []  # a max-heap of the field's WORST_ROWS worst rows, by negated position
         for n, item in enumerate(pairs.ids):  # methods in run order: a row's reasons read the same on every run
             reasons = [reason for m in self.methods for reason in results[m.name].reasons.get(item, [])]
             scores = {score: found[item] for score, found in values.items() if item in found}
@@ -77,15 +82,7 @@ class ReportFiles:
                     self._flagged.write(json.dumps(full, ensure_ascii=False) + "\n")
                 if n in picked:
                     self.sample.append(full)
-            if reasons or scores:  # rows no method judged are not ranked
-                badness = (quality_rows.badness(row), item)
-                entry = (_Reversed(badness), n, {**row, "translation": pairs.translations[n]})
-                if len(worst) < WORST_ROWS:
-                    heapq.heappush(worst, entry)
-                elif badness < worst[0][0].key:
-                    heapq.heapreplace(worst, entry)
-            yield row
-        self.worst[pairs.field] = [row for _, _, row in sorted(worst, key=lambda e: e[0].key)]
+            yield {**row, "translation": pairs.translations[n]}
 
     def finish(self, report: QualityReport) -> None:
         """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
@@ -97,18 +94,6 @@ class ReportFiles:
         with atomic_writer(self.folder / "quality.md") as fh:
             fh.write(render_markdown(report, self.worst))
         report.save(self.folder / FILENAME)
-
-
-class _Reversed:
-    """Orders a key backwards, so that :mod:`heapq`'s min-heap keeps the ``n`` smallest keys at hand."""
-
-    __slots__ = ("key",)
-
-    def __init__(self, key: Any):
-        self.key = key
-
-    def __lt__(self, other: _Reversed) -> bool:
-        return other.key < self.key
 
 
 def _full_row(pairs: FieldPairs, n: int, results: dict[str, MethodResult], reasons: list[str],
@@ -126,11 +111,12 @@ def _full_row(pairs: FieldPairs, n: int, results: dict[str, MethodResult], reaso
     return row
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def fmt(value: Any, digits: int = 3) -> str:
+    """A figure of ``quality.md``: ``digits`` decimals, a dash for none."""
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[str]:
+def table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[str]:
     """A Markdown table; header and separator come from one list, so they always agree. ``align`` gives
     each column's alignment (``l``/``r``); its last letter holds for the remaining columns."""
     align = align + align[-1] * max(0, len(header) - len(align))
@@ -145,32 +131,22 @@ def render_markdown(report: QualityReport, worst: dict[str, list[dict]] | None =
     fields = report.parameters.fields
     src, tgt = report.source.lang, report.translated.lang
     lines = [f"# Translation quality: {report.dataset} ({src} → {tgt})", ""]
-    lines += [f"Methods: {', '.join(f'`{name}`' for name in report.methods)}."]
-    if "similarity" in report.methods:
-        lines += [f"Encoder: `{report.encoder_model}` (revision `{report.encoder_revision}`), cosine similarity "
-                  "of source and translation."]
-    lines.append("")
+    lines += [f"Methods: {', '.join(f'`{name}`' for name in report.methods)}.", ""]
     translation = report.translation
     if translation:
         lines += [f"Translator: `{json.dumps(translation.translator, ensure_ascii=False)}`.", ""]
         if translation.partial:
             lines += [f"Partial translation (`--limit {translation.limit}`): items beyond the limit are missing "
                       "by design and not scored.", ""]
-    if "similarity" in report.scores:
-        lines += ["## Mean similarity (BEIR-PL Table 2 layout)", ""]
-        lines += _table(["Dataset", *(f.capitalize() for f in fields)],
-                        [[row.dataset, *(_fmt(getattr(row, f)) for f in fields)] for row in report.table], "lr")
-        lines.append("")
+    for method in _method_classes(report):
+        lines += method.report_section(report)
     lines += _scores_section(report, fields)
-    lines += _histograms(report, fields)
     lines += _flags_section(report, fields)
-    lines += _summaries(report, fields, tgt)
+    lines += _summaries(report, fields)
     lines += _worst_rows(report, fields, worst)
     lines += ["", "## Provenance", "",
               f"- Source: `{report.source.path}` ({report.source.checksum})",
               f"- Translation: `{report.translated.path}` ({report.translated.checksum})"]
-    if "checks" in report.methods:
-        lines.append(f"- Language identifier: {report.identifier}")
     for name, method in report.methods.items():
         sample = f", {method.sample} rows per field (seeded sample)" if method.sample else ""
         lines.append(f"- `{name}`: `{json.dumps(method.description, ensure_ascii=False)}`{sample}")
@@ -185,30 +161,15 @@ def _scores_section(report: QualityReport, fields: list[str]) -> list[str]:
         for score, d in entry.scores.items():
             info = report.scores.get(score)
             outcome = entry.methods.get(info.method) if info else None
-            cells = [_fmt(getattr(d, k)) for k in ("mean", "std", "min", "p5", "p50", "p95", "max")]
+            cells = [fmt(getattr(d, k)) for k in ("mean", "std", "min", "p5", "p50", "p95", "max")]
             rows.append([f, f"`{score}`", "↑" if info is None or info.higher_is_better else "↓", d.n,
                          outcome.missing if outcome else 0, *cells])
     if not rows:
         return []
     header = ["Field", "score", "better", "n", "no answer", "mean", "std", "min", "p5", "p50", "p95", "max"]
-    lines = ["## Scores", ""] + _table(header, rows, "lllr") + [""]
+    lines = ["## Scores", ""] + table(header, rows, "lllr") + [""]
     lines += [f"- `{name}` ({info.method}): {info.description}" for name, info in report.scores.items()]
     return lines + [""]
-
-
-def _histograms(report: QualityReport, fields: list[str]) -> list[str]:
-    lines = []
-    for f in fields:
-        hist = report.fields[f].similarity.histogram
-        if not hist or not sum(hist.counts):
-            continue
-        top = max(hist.counts)
-        lines += [f"Similarity histogram, {f}:", "", "```"]
-        for lo, hi, count in zip(hist.edges, hist.edges[1:], hist.counts):
-            if count:
-                lines.append(f"{lo:.2f}–{hi:.2f} {count:7d} {'#' * max(1, round(40 * count / top))}")
-        lines += ["```", ""]
-    return lines
 
 
 def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
@@ -216,7 +177,7 @@ def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
     header = ["Field", "pairs", "missing", "flagged", *reasons]  # one list: header and separator always agree
     rows = [[f, e.pairs, e.missing, e.flagged_items, *(e.flags.get(r, 0) for r in reasons)]
             for f, e in ((f, report.fields[f]) for f in fields)]
-    lines = ["## Flags", ""] + _table(header, rows, "lr")
+    lines = ["## Flags", ""] + table(header, rows, "lr")
     if not reasons:
         return lines + ["", "No pair was flagged."]
     legend = {reason: (name, text) for name, m in report.methods.items() for reason, text in m.flags.items()}
@@ -227,26 +188,16 @@ def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
     return lines
 
 
-def _summaries(report: QualityReport, fields: list[str], tgt: str) -> list[str]:
-    lines = [""]
-    for f in fields:
-        checks = report.fields[f].methods.get("checks")
-        if checks is not None:
-            language = checks.summary.get("language") or {}
-            if language.get("checked"):
-                top = ", ".join(f"{k} {v}" for k, v in language.get("detected", {}).items())
-                lines.append(f"- Language of {f} translations: {100 * language['target_share']:.1f}% {tgt} "
-                             f"(detected: {top}).")
-            ratio = checks.summary.get("length_ratio") or {}
-            if ratio:
-                lines.append(f"- Length ratio bounds for {f}: {ratio['bounds'][0]}–{ratio['bounds'][1]} "
-                             f"({ratio['method']}).")
-        chrf = report.fields[f].corpus_chrf
-        if chrf is not None:
-            trip = report.fields[f].methods["roundtrip"]
-            lines.append(f"- Round trip, {f}: corpus chrF {chrf:.2f} over {trip.scored} back-translations "
-                         f"(sacrebleu `{trip.summary.get('signature')}`).")
-    return lines
+def _method_classes(report: QualityReport) -> list[type[QualityMethod]]:
+    """The classes of the report's methods that this beirx knows (a report may name a method since removed)."""
+    from beirx.translate.quality.registry import QUALITY_METHODS
+
+    return [QUALITY_METHODS.get(name) for name in report.methods if name in QUALITY_METHODS]
+
+
+def _summaries(report: QualityReport, fields: list[str]) -> list[str]:
+    methods = _method_classes(report)
+    return [""] + [line for f in fields for method in methods for line in method.report_lines(report, f)]
 
 
 def _worst_rows(report: QualityReport, fields: list[str], worst: dict[str, list[dict]] | None) -> list[str]:
@@ -258,13 +209,13 @@ def _worst_rows(report: QualityReport, fields: list[str], worst: dict[str, list[
             continue
         rows = []
         for row in found:
-            values = [_fmt(row["scores"].get(s)) for s in scores]
+            values = [fmt(row["scores"].get(s)) for s in scores]
             excerpt = " ".join(row.get("translation", "").split())
             excerpt = (excerpt[:EXCERPT] + "…" if len(excerpt) > EXCERPT else excerpt).replace("|", "\\|")
             rows.append([f"`{row['id']}`", ", ".join(row["flags"]) or "–", *values, excerpt])
         lines += ["", f"## Worst {len(found)} {f} rows", "",
                   "Most flags first, then the lowest mean percentile rank over every score.", ""]
-        lines += _table(["id", "flags", *(f"`{s}`" for s in scores), "translation"], rows,
+        lines += table(["id", "flags", *(f"`{s}`" for s in scores), "translation"], rows,
                         "ll" + "r" * len(scores) + "l")
     return lines
 

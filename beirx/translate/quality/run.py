@@ -27,7 +27,7 @@ from beirx.artifacts.quality import (FieldQuality, MethodField, MethodInfo, Qual
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
-from beirx.translate.quality import QUALITY_METHODS
+from beirx.translate.quality.registry import QUALITY_METHODS
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.report import ReportFiles
 from beirx.translate.quality.stats import distribution
@@ -41,11 +41,12 @@ MethodSpec = QualityMethod | str  # a built method, or a registry name built wit
 
 
 def field_texts(dataset: BeirDataset, field: str) -> dict[str, str]:
-    """``{id: text}`` of one field: query text, or the document's ``(title + " " + text).strip()``."""
+    """``{id: text}`` of one field: query text, or the document's ``(title + " " + text).strip()`` (the corpus
+    streamed, not kept as documents besides)."""
     if field == "queries":
         return {qid: q.text for qid, q in dataset.queries.items()}
     if field == "corpus":
-        return {did: f"{d.title} {d.text}".strip() for did, d in dataset.corpus.items()}
+        return {d.id: f"{d.title} {d.text}".strip() for d in dataset.iter_corpus()}
     raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
 
 
@@ -158,24 +159,33 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
             flags, flagged_items = files.add(pairs, results)
             entries[field] = _field_quality(pairs, results, methods, missing, empty_sources, flags, flagged_items)
             del pairs, results
-        report = QualityReport(
-            dataset=translated.name,
-            source=DatasetSide(path=str(source.root), name=source.name, lang=src_lang, checksum=source.checksum()),
-            translated=DatasetSide(path=str(translated.root), name=translated.name, lang=tgt_lang,
-                                   checksum=translated.checksum()),
-            translation=_translation_summary(translated.translation),
-            methods={m.name: MethodInfo(description=m.describe(context), scores=[s.name for s in m.scores],
-                                        flags=dict(m.flags), sample=m.sample) for m in methods},
-            scores={s.name: ScoreInfo(method=m.name, description=s.description, higher_is_better=s.higher_is_better,
-                                      scale=list(s.scale) if s.scale else None) for m in methods for s in m.scores},
-            parameters=QualityParameters(fields=list(fields), sample_size=sample_size, seed=seed, max_items=max_items),
-            fields=entries,
-            table=[TableRow(dataset=translated.name, **{f: entries[f].similarity.mean for f in fields})],
-            versions=environment_versions(),
-            timings={**timer.seconds, "total": round(time.time() - started, 3)},
-        )
+        report = _report(source, translated, src_lang, tgt_lang, methods, context, entries, sample_size, seed,
+                         max_items, {**timer.seconds, "total": round(time.time() - started, 3)})
         files.finish(report)
     return report
+
+
+def _report(source: BeirDataset, translated: BeirDataset, src_lang: str, tgt_lang: str,
+            methods: Sequence[QualityMethod], context: QualityContext, entries: dict[str, FieldQuality],
+            sample_size: int, seed: int, max_items: int | None, timings: dict[str, float]) -> QualityReport:
+    """``quality.json``'s content: what ran, what each score means, each field's figures."""
+    fields = list(entries)
+    return QualityReport(
+        dataset=translated.name,
+        source=DatasetSide(path=str(source.root), name=source.name, lang=src_lang, checksum=source.checksum()),
+        translated=DatasetSide(path=str(translated.root), name=translated.name, lang=tgt_lang,
+                               checksum=translated.checksum()),
+        translation=_translation_summary(translated.translation),
+        methods={m.name: MethodInfo(description=m.describe(context), scores=[s.name for s in m.scores],
+                                    flags=dict(m.flags), sample=m.sample) for m in methods},
+        scores={s.name: ScoreInfo(method=m.name, description=s.description, higher_is_better=s.higher_is_better,
+                                  scale=list(s.scale) if s.scale else None) for m in methods for s in m.scores},
+        parameters=QualityParameters(fields=fields, sample_size=sample_size, seed=seed, max_items=max_items),
+        fields=entries,
+        table=[TableRow(dataset=translated.name, **{f: entries[f].similarity.mean for f in fields})],
+        versions=environment_versions(),
+        timings=timings,
+    )
 
 
 def _field_quality(pairs: FieldPairs, results: dict[str, MethodResult], methods: Sequence[QualityMethod],
