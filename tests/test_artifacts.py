@@ -203,13 +203,16 @@ def test_old_manifest_and_quality_report_load():
     queries = report.fields["queries"]
     assert queries.similarity.mean == raw["fields"]["queries"]["similarity"]["mean"]
     assert queries.similarity.histogram.counts == raw["fields"]["queries"]["similarity"]["histogram"]["counts"]
-    assert queries.corpus_chrf == raw["fields"]["queries"]["roundtrip"]["chrF"]
+    assert queries.methods["roundtrip"].summary["chrF"] == raw["fields"]["queries"]["roundtrip"]["chrF"]
     assert queries.methods["checks"].summary["language"]["detected"] == raw["fields"]["queries"]["language"]["detected"]
     assert report.encoder_model == raw["encoder"]["model"] and report.translation.translator["backend"] == "apertium"
 
 
 def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     """A report written by beirx before quality methods (format 2, tests/data/before_v3)."""
+    from beirx.translate.quality.checks import Checks
+    from beirx.translate.quality.roundtrip import RoundTrip
+
     raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
     assert raw["schema_version"] == "beirx.quality/2"
     report = QualityReport.load(BEFORE_V3 / "quality.json")
@@ -219,13 +222,15 @@ def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     assert report.methods["similarity"].description == raw["encoder"] == report.encoder
     assert report.methods["roundtrip"].description == {"translator": raw["parameters"]["roundtrip_translator"]}
     assert report.methods["roundtrip"].sample == raw["parameters"]["roundtrip_sample"] == 200
-    assert report.identifier == f"py3langid {raw['language_identifier']['version']}"
+    assert report.methods["checks"].description["language_identifier"]["version"] == raw["language_identifier"]["version"]
     for name in ("queries", "corpus"):
         old, new = raw["fields"][name], report.fields[name]
         assert dataclasses.asdict(new.similarity) == old["similarity"] and new.scores["similarity"] is new.similarity
         assert new.methods["checks"].summary == {"language": old["language"], "length_ratio": old["length_ratio"]}
-        assert new.target_share == old["language"]["target_share"] is not None
-        assert new.methods["roundtrip"].scored == old["roundtrip"]["n"] and new.corpus_chrf == old["roundtrip"]["chrF"]
+        assert Checks.card_figures(new) == {"in target language": old["language"]["target_share"]}
+        assert old["language"]["target_share"] is not None
+        assert new.methods["roundtrip"].scored == old["roundtrip"]["n"]
+        assert RoundTrip.card_figures(new) == {"round-trip chrF": old["roundtrip"]["chrF"]}
         assert (new.pairs, new.flags, new.flagged_items) == (old["pairs"], old["flags"], old["flagged_items"])
     assert list(report.rows(["corpus"])) == []
     assert {r["id"]: r["scores"] for r in report.rows()} == {q: {"similarity": v}

@@ -119,7 +119,7 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     for field in ("queries", "corpus"):
         assert real.fields[field].similarity.mean > wrong.fields[field].similarity.mean + 0.1
         assert real.fields[field].flagged_items == 0
-        assert real.fields[field].target_share == 1.0
+        assert quality_flags.Checks.card_figures(real.fields[field]) == {"in target language": 1.0}
     # Pair by pair (the review sample holds every pair here): each true translation beats the mismatched one.
     real_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "pl" / "quality" / "review_sample.jsonl")}
     wrong_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "shuffled-report" / "review_sample.jsonl")}
@@ -190,8 +190,9 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     assert len(backs) == 20 == q.methods["roundtrip"].scored
     expected = sacrebleu.metrics.CHRF().corpus_score([r["back_translation"] for r in backs],
                                                      [[r["source"] for r in backs]]).score
-    assert q.corpus_chrf == pytest.approx(expected, abs=0.01)
-    assert 30 < q.corpus_chrf < 100
+    chrf_corpus = RoundTrip.card_figures(q)["round-trip chrF"]
+    assert chrf_corpus == q.methods["roundtrip"].summary["chrF"] == pytest.approx(expected, abs=0.01)
+    assert 30 < chrf_corpus < 100
     # Per row: each sampled query's chrF is sacrebleu's sentence chrF of its own round trip, its similarity the
     # cosine of source and back-translation; rows outside the sample have no round-trip value.
     chrf, sims = row_values(report, "queries", "roundtrip_chrf"), row_values(report, "queries", "roundtrip_similarity")

@@ -14,8 +14,9 @@ Every row's scores and flag reasons are in the sidecar ``rows.jsonl`` beside ``q
 (:mod:`beirx.artifacts.quality_rows`), which readers stream (:meth:`QualityReport.rows`,
 :meth:`QualityReport.worst`): per-row data grows with the corpus, the report does not.
 
-Readers of the headline figures use the properties (``FieldQuality.similarity``, ``.target_share``,
-``.corpus_chrf``; ``QualityReport.per_query_similarity``). Reports of formats 1 to 3 load as well: format 3
+BEIR-PL's headline figure has properties (``FieldQuality.similarity``, ``QualityReport.per_query_similarity``,
+``.encoder``); every other method's figures are its own to read
+(:meth:`~beirx.translate.quality.base.QualityMethod.card_figures`). Reports of formats 1 to 3 load as well: format 3
 (:mod:`beirx.artifacts.quality_v3`) with its inline rows held in memory, formats 1 and 2
 (:mod:`beirx.artifacts.quality_v2`) with their similarity distribution, flags, language check, length rule and
 round-trip chrF in the generic places (format 1 has no per-query similarity, format 2 has it for queries).
@@ -96,21 +97,6 @@ class FieldQuality:
         """The cross-lingual similarity's distribution (``n == 0`` when the method did not run)."""
         return self.scores.get("similarity") or Distribution(n=0)
 
-    @property
-    def target_share(self) -> float | None:
-        """Share of translations identified as the target language (None when not checked)."""
-        language = self._summary("checks").get("language") or {}
-        return language.get("target_share") if language.get("checked") else None
-
-    @property
-    def corpus_chrf(self) -> float | None:
-        """Corpus-level chrF of the back-translations against the originals, when the round trip ran."""
-        return self._summary("roundtrip").get("chrF")
-
-    def _summary(self, method: str) -> dict[str, Any]:
-        entry = self.methods.get(method)
-        return entry.summary if entry else {}
-
 
 @dataclass(kw_only=True)
 class QualityReport(Artifact):
@@ -182,13 +168,6 @@ class QualityReport(Artifact):
     @property
     def encoder_revision(self) -> str | None:
         return self.encoder.get("revision")
-
-    @property
-    def identifier(self) -> str:
-        """``package version`` of the language identifier."""
-        method = self.methods.get("checks")
-        found = method.description.get("language_identifier", {}) if method else {}
-        return f"{found.get('package')} {found.get('version')}"
 
     @classmethod
     def from_dict(cls, data: Any, source: Path | str | None = None):

@@ -154,7 +154,9 @@ class Checks(QualityMethod):
 
     @classmethod
     def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
-        return {"in target language": entry.target_share}
+        outcome = entry.methods.get(cls.name)
+        language = (outcome.summary.get("language") or {}) if outcome else {}
+        return {"in target language": language.get("target_share") if language.get("checked") else None}
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"language_identifier": langid.describe()}

@@ -70,7 +70,8 @@ class RoundTrip(QualityMethod):
 
     @classmethod
     def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
-        return {"round-trip chrF": entry.corpus_chrf}
+        outcome = entry.methods.get(cls.name)
+        return {"round-trip chrF": outcome.summary.get("chrF") if outcome else None}
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> RoundTrip | None:
