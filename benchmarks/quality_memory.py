@@ -6,7 +6,10 @@ A synthetic translation (short documents of 6-12 words from a 2,000-word vocabul
 Each measurement is a fresh child process whose peak RSS (its own ``getrusage`` ru_maxrss) and CPU seconds are reported:
 
 - ``quality``: ``beirx quality`` with its default methods (checks, translation flags, similarity through the tiny
-  encoder; embeddings not cached, so every run encodes);
+  encoder; embeddings not cached, so every run encodes); with ``--methods synthetic`` instead
+  :func:`beirx.translate.quality.run_quality` with one cheap method scoring every row (a seeded hash of its ID,
+  a flag on 2% of the rows): the run's own memory (pairs, rows, report files) without the models' cost, for
+  large sizes on a busy machine;
 - ``review``: the review sampler (:func:`beirx.review.sample.draw`, the sample ``beirx review --sample 200``
   draws) over that translation and its quality report.
 
@@ -14,7 +17,7 @@ Target: the ratio of the largest to the smallest size's peak <= 1.2 for each. ``
 checkout under test (default this one), so one script measures before and after a change.
 
 Run:  nice python benchmarks/quality_memory.py [--docs 200000 1000000] [--work /tmp/beirx-quality-memory]
-      [--repo ../main] [--steps quality review]
+      [--repo ../main] [--steps quality review] [--methods default|synthetic]
 """
 
 from __future__ import annotations
@@ -92,10 +95,42 @@ def build_encoder(folder: Path) -> None:
     SentenceTransformer(modules=[word, models.Pooling(16, "mean")], device="cpu").save(str(folder / "st"))
 
 
+def synthetic_method():
+    """A cheap quality method: a pseudo-random score per row from its ID, a flag on 2% of the rows."""
+    import zlib
+
+    from beirx.translate.quality.base import MethodResult, QualityMethod, Score
+
+    class Synthetic(QualityMethod):
+        name = "synthetic"
+        scores = (Score("synthetic", "a seeded hash of the row's ID", scale=(0.0, 1.0)),)
+        flags = {"synthetic_low": "a synthetic score below 0.02"}
+
+        def describe(self, context):
+            return {"rule": "crc32(id) / 2**32"}
+
+        def score(self, pairs, context):
+            values = {i: zlib.crc32(i.encode()) / 2 ** 32 for i in pairs.ids}
+            result = MethodResult(values={"synthetic": values}, scored=len(values))
+            for item, value in values.items():
+                if value < 0.02:
+                    result.flag(item, "synthetic_low", synthetic=value)
+            return result
+
+    return Synthetic()
+
+
 def child(step: str, source: Path, translated: Path, encoder: Path) -> None:
     if step == "encoder":
         build_encoder(encoder)
         print("{}")
+    elif step == "quality-synthetic":
+        from beirx.data.dataset import BeirDataset
+        from beirx.translate.quality import run_quality
+
+        report = run_quality(BeirDataset(source), BeirDataset(translated), src_lang="en", tgt_lang="es",
+                             methods=[synthetic_method()], show_progress=False)
+        print(json.dumps({"flagged": sum(f.flagged_items for f in report.fields.values())}))
     elif step == "quality":
         from beirx.cli import main
 
@@ -137,18 +172,21 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/beirx-quality-memory"))
     parser.add_argument("--repo", type=Path, default=ROOT, help="the beirx checkout to measure (default this one)")
     parser.add_argument("--steps", nargs="+", default=["quality", "review"], choices=["quality", "review"])
+    parser.add_argument("--methods", choices=["default", "synthetic"], default="default",
+                        help="beirx quality's default methods with the tiny encoder, or one cheap synthetic method")
     args = parser.parse_args()
     encoder = args.work / "encoder"
-    if not (encoder / "st").is_dir():
+    if args.methods == "default" and not (encoder / "st").is_dir():
         measure(args.repo, "encoder", encoder, encoder, encoder)
     peaks: dict[str, list[tuple[int, float]]] = {step: [] for step in args.steps}
     for docs in sorted(args.docs):
         source, translated = generate(args.work / f"docs-{docs}", docs)
         for step in args.steps:
-            row = measure(args.repo.resolve(), step, source, translated, encoder)
+            name = "quality-synthetic" if step == "quality" and args.methods == "synthetic" else step
+            row = measure(args.repo.resolve(), name, source, translated, encoder)
             peaks[step].append((docs, row["peak_rss_gb"]))
             extra = {k: v for k, v in row.items() if k not in ("peak_rss_gb", "cpu_seconds", "wall_seconds")}
-            print(f"{step:<8} {docs + QUERIES:>10,} rows: peak RSS {row['peak_rss_gb']:.3f} GB, "
+            print(f"{name:<17} {docs + QUERIES:>10,} rows: peak RSS {row['peak_rss_gb']:.3f} GB, "
                   f"{row['cpu_seconds']:.1f} CPU-s, {row['wall_seconds']:.1f} s wall {json.dumps(extra)}", flush=True)
     for step, found in peaks.items():
         if len(found) > 1:
