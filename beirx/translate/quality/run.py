@@ -74,7 +74,6 @@ def _pairs(source: BeirDataset, translated: BeirDataset, field: str, max_items: 
         keep = set(random.Random(f"{seed}-{field}-items").sample(ids, max_items))
         ids = [i for i in ids if i in keep]
     pairs = FieldPairs(field, ROLES[field], ids, [src_texts[i] for i in ids], [out_texts[i] for i in ids])
-    del src_texts, out_texts
     return pairs, missing, empty_sources
 
 
@@ -158,7 +157,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
                     results[method.name] = method.score(pairs, context)
             flags, flagged_items = files.add(pairs, results)
             entries[field] = _field_quality(pairs, results, methods, missing, empty_sources, flags, flagged_items)
-            del pairs, results
+            del pairs, results  # before the next field's texts are read
         report = _report(source, translated, src_lang, tgt_lang, methods, context, entries, sample_size, seed,
                          max_items, {**timer.seconds, "total": round(time.time() - started, 3)})
         files.finish(report)
