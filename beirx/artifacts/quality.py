@@ -194,7 +194,8 @@ class QualityReport(Artifact):
         in another folder."""
         path = Path(path)
         if self._held is not None:
-            quality_rows.write(path.parent / quality_rows.FILENAME, (row for rows in self._held.values() for row in rows))
+            held = (row for rows in self._held.values() for row in rows)
+            quality_rows.write(path.parent / quality_rows.FILENAME, held)
         elif self._folder is not None and self._folder.resolve() != path.parent.resolve():
             quality_rows.write(path.parent / quality_rows.FILENAME, self.rows())  # saved elsewhere: rows go along
         super().save(path)

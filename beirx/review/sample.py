@@ -108,7 +108,8 @@ def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple
     order = sorted((k for k in picked if k not in unmatched), key=lambda k: (STRATA.index(picked[k]), k))
     scores: dict[tuple[str, str], dict[str, float | None]] = {}
     if quality is not None:  # one streaming pass over the sidecar, keeping the sampled rows' scores
-        scores = {(row["field"], row["id"]): row["scores"] for row in quality.rows() if (row["field"], row["id"]) in texts}
+        scores = {(row["field"], row["id"]): row["scores"] for row in quality.rows()
+                  if (row["field"], row["id"]) in texts}
     items = []
     for position, (field, item_id) in enumerate(order, 1):
         found = texts[(field, item_id)]
