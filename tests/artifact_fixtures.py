@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts import QualityReport, ResultsDocument, TranslationManifest
+from beirx.artifacts import QualityReport, ResultsDocument, TranslationManifest, quality_rows
 from beirx.artifacts.quality import FieldQuality
 
 BEFORE_V2 = Path(__file__).parent / "data" / "before_v2"
@@ -43,10 +43,11 @@ def quality_report(**fields: dict[str, Any]) -> QualityReport:
 
 
 def with_query_similarity(report: QualityReport, similarity: dict[str, float]) -> QualityReport:
-    """``report`` with the per-query similarity ``similarity`` (its queries' ``rows.similarity``)."""
-    queries = report.fields["queries"]
-    rows = {**queries.rows, "similarity": dict(similarity)}
-    return dataclasses.replace(report, fields={**report.fields, "queries": dataclasses.replace(queries, rows=rows)})
+    """``report`` with the per-query similarity ``similarity`` (its queries' rows, held until it is saved, when they
+    go to the sidecar rows.jsonl)."""
+    ranks = quality_rows.mean_percentile_ranks({"similarity": similarity}, {"similarity": True})
+    rows = [quality_rows.record("queries", qid, [], ranks[qid], {"similarity": value}) for qid, value in similarity.items()]
+    return dataclasses.replace(report).hold_rows({"queries": rows})
 
 
 def results_document(*, name: str, lang: str, split: str, label: str, description: dict[str, Any],
@@ -56,3 +57,13 @@ def results_document(*, name: str, lang: str, split: str, label: str, descriptio
         base, dataset=dataclasses.replace(base.dataset, name=name, language=lang, query_language=lang, split=split),
         system=dataclasses.replace(base.system, label=label, tag=label, description=description), metrics=metrics,
         per_query={})
+
+
+def row_values(report: QualityReport, field: str, score: str) -> dict[str, float | None]:
+    """``{item id: value}`` of one score of ``field``, from the report's per-row sidecar (rows without it left out)."""
+    return {row["id"]: row["scores"][score] for row in report.rows([field]) if score in row["scores"]}
+
+
+def row_flags(report: QualityReport, field: str) -> dict[str, list[str]]:
+    """``{item id: flag reasons}`` of the flagged rows of ``field``, from the report's per-row sidecar."""
+    return {row["id"]: row["flags"] for row in report.rows([field]) if row["flags"]}

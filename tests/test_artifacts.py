@@ -199,37 +199,72 @@ def test_old_manifest_and_quality_report_load():
 
     raw = _raw("quality.json")
     report = QualityReport.load(BEFORE_V2 / "quality.json")
-    assert report.schema_version == "beirx.quality/3" and report.per_query_similarity == {}
+    assert report.schema_version == "beirx.quality/4" and report.per_query_similarity == {}
     queries = report.fields["queries"]
     assert queries.similarity.mean == raw["fields"]["queries"]["similarity"]["mean"]
     assert queries.similarity.histogram.counts == raw["fields"]["queries"]["similarity"]["histogram"]["counts"]
-    assert queries.corpus_chrf == raw["fields"]["queries"]["roundtrip"]["chrF"]
+    assert queries.methods["roundtrip"].summary["chrF"] == raw["fields"]["queries"]["roundtrip"]["chrF"]
     assert queries.methods["checks"].summary["language"]["detected"] == raw["fields"]["queries"]["language"]["detected"]
     assert report.encoder_model == raw["encoder"]["model"] and report.translation.translator["backend"] == "apertium"
 
 
-def test_format_2_quality_report_loads_into_the_generic_layout():
+def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     """A report written by beirx before quality methods (format 2, tests/data/before_v3)."""
+    from beirx.translate.quality.checks import Checks
+    from beirx.translate.quality.roundtrip import RoundTrip
+
     raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
     assert raw["schema_version"] == "beirx.quality/2"
     report = QualityReport.load(BEFORE_V3 / "quality.json")
-    assert report.schema_version == "beirx.quality/3"
+    assert report.schema_version == "beirx.quality/4"
     assert report.per_query_similarity == raw["per_query_similarity"] and len(report.per_query_similarity) == 4
     assert list(report.methods) == ["checks", "similarity", "roundtrip"]
     assert report.methods["similarity"].description == raw["encoder"] == report.encoder
     assert report.methods["roundtrip"].description == {"translator": raw["parameters"]["roundtrip_translator"]}
     assert report.methods["roundtrip"].sample == raw["parameters"]["roundtrip_sample"] == 200
-    assert report.identifier == f"py3langid {raw['language_identifier']['version']}"
+    assert report.methods["checks"].description["language_identifier"]["version"] == raw["language_identifier"]["version"]
     for name in ("queries", "corpus"):
         old, new = raw["fields"][name], report.fields[name]
         assert dataclasses.asdict(new.similarity) == old["similarity"] and new.scores["similarity"] is new.similarity
         assert new.methods["checks"].summary == {"language": old["language"], "length_ratio": old["length_ratio"]}
-        assert new.target_share == old["language"]["target_share"] is not None
-        assert new.methods["roundtrip"].scored == old["roundtrip"]["n"] and new.corpus_chrf == old["roundtrip"]["chrF"]
+        assert Checks.card_figures(new) == {"in target language": old["language"]["target_share"]}
+        assert old["language"]["target_share"] is not None
+        assert new.methods["roundtrip"].scored == old["roundtrip"]["n"]
+        assert RoundTrip.card_figures(new) == {"round-trip chrF": old["roundtrip"]["chrF"]}
         assert (new.pairs, new.flags, new.flagged_items) == (old["pairs"], old["flags"], old["flagged_items"])
-    assert report.fields["corpus"].rows == {}
-    assert report.to_dict()["fields"]["queries"]["rows"] == {"similarity": raw["per_query_similarity"]}
-    assert QualityReport.from_json(report.to_json()) == report  # and it saves in the current format
+    assert list(report.rows(["corpus"])) == []
+    assert {r["id"]: r["scores"] for r in report.rows()} == {q: {"similarity": v}
+                                                              for q, v in raw["per_query_similarity"].items()}
+    assert "rows" not in report.to_dict()["fields"]["queries"]
+    assert QualityReport.from_json(report.to_json()) == report  # and it saves in the current format,
+    report.save(tmp_path / "quality.json")  # its rows in the sidecar beside it
+    again = QualityReport.load(tmp_path / "quality.json")
+    assert again == report and again.per_query_similarity == raw["per_query_similarity"]
+    assert len((tmp_path / "rows.jsonl").read_text().splitlines()) == 4
+
+
+def test_format_3_quality_report_keeps_its_inline_rows(tmp_path):
+    """Format 3 held every row inside quality.json: it loads with them, and saving moves them to rows.jsonl."""
+    current = QualityReport.load(BEFORE_V3 / "quality.json").to_dict()
+    old = {**current, "schema_version": "beirx.quality/3"}
+    old["fields"]["queries"] = {**old["fields"]["queries"], "rows": {"similarity": {"q1": 0.9, "q2": 0.5, "q3": None}},
+                                "flagged": {"q3": ["empty"], "q4": ["untranslated", "length_ratio"]}}
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "quality.json").write_text(json.dumps(old), encoding="utf-8")
+    report = QualityReport.load(tmp_path / "old" / "quality.json")
+    assert report.schema_version == "beirx.quality/4" and report.per_query_similarity == {"q1": 0.9, "q2": 0.5}
+    assert list(report.rows()) == [
+        {"field": "queries", "id": "q1", "flags": [], "rank": 1.0, "scores": {"similarity": 0.9}},
+        {"field": "queries", "id": "q2", "flags": [], "rank": 0.0, "scores": {"similarity": 0.5}},
+        {"field": "queries", "id": "q3", "flags": ["empty"], "rank": None, "scores": {"similarity": None}},
+        {"field": "queries", "id": "q4", "flags": ["untranslated", "length_ratio"], "rank": None, "scores": {}}]
+    assert [r["id"] for r in report.worst(3)] == ["q4", "q3", "q2"]  # most flags, then the lowest rank
+    report.save(tmp_path / "new" / "quality.json")
+    assert QualityReport.load(tmp_path / "new" / "quality.json").worst(3) == report.worst(3)
+    old["fields"]["queries"]["rows"] = {"similarity": {"q1": "high"}}
+    (tmp_path / "old" / "quality.json").write_text(json.dumps(old), encoding="utf-8")
+    with pytest.raises(DataError, match="field 'fields.queries.rows.similarity.q1': expected float"):
+        QualityReport.load(tmp_path / "old" / "quality.json")
 
 
 # -- the family name of a translation ------------------------------------------------------------------------
@@ -370,8 +405,8 @@ def test_schema_doc_is_current(capsys):
     assert main(["schema", "--markdown"]) == 0
     assert capsys.readouterr().out == schema_markdown() == REPO_DOCS.read_text(encoding="utf-8")
     assert "| `dataset.translated_from` | str \\| null | no |" in schema_markdown()
-    # format 3 keeps per-query similarity (and every other per-row score) in each field's rows
-    assert "| `fields.rows` | dict[str, dict[str, float \\| null]] | no |" in schema_markdown()
+    # format 4 keeps per-query similarity (and every other per-row score) in the sidecar rows.jsonl
+    assert "`fields.rows`" not in schema_markdown() and "sidecar `rows.jsonl`" in schema_markdown()
 
 
 def test_integers_in_float_fields_load_as_floats():

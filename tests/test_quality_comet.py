@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from artifact_fixtures import row_values
 from conftest import REPO, write_beir
 
 SCRIPT = r"""
@@ -95,9 +96,9 @@ def test_comet_scores_every_row_through_the_user_loading_path(tmp_path, e5_small
     assert report.methods["comet"].description["revision"] == folder_checksum(Path(found["folder"]))
     assert report.methods["comet"].description["class"] == "unified_metric"
     for field, prefix in (("queries", "q"), ("corpus", "d")):
-        rows = report.fields[field].rows["comet"]
+        rows = row_values(report, field, "comet")
         assert sorted(rows) == [f"{prefix}{i}" for i in range(5)]
         assert rows == pytest.approx({k: v for k, v in found["expected"].items() if k.startswith(prefix)}, abs=1e-5)
         assert report.fields[field].methods["comet"].scored == 5 and report.fields[field].scores["comet"].n == 5
     sampled = QualityReport.load(tmp_path / "work" / "sampled" / "quality.json")
-    assert sampled.methods["comet"].sample == 3 and len(sampled.fields["queries"].rows["comet"]) == 3
+    assert sampled.methods["comet"].sample == 3 and len(row_values(sampled, "queries", "comet")) == 3

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from artifact_fixtures import row_flags, row_values
 from conftest import write_beir
 
 from beirx.artifacts.quality import QualityReport
@@ -66,10 +67,11 @@ def test_judge_answers_become_scores_flags_and_missing_rows(tmp_path, fake_llm_f
                          fields=("queries",), show_progress=False)
     entry = report.fields["queries"]
     # q2: major (5) + minor (1) -> -6; q4: minor -> -1; q0, q3 (on the retry): no error -> 0
-    assert entry.rows["judge_mqm"] == {"q0": 0.0, "q1": None, "q2": -6.0, "q3": 0.0, "q4": -1.0}
-    assert entry.rows["judge_da"] == {"q0": 95.0, "q1": None, "q2": 40.0, "q3": 95.0, "q4": 85.0}
-    assert entry.flagged["q2"] == ["judge_major_error", "judge_low_score"]
-    assert "q4" not in entry.flagged or "judge_major_error" not in entry.flagged["q4"]
+    assert row_values(report, "queries", "judge_mqm") == {"q0": 0.0, "q1": None, "q2": -6.0, "q3": 0.0, "q4": -1.0}
+    assert row_values(report, "queries", "judge_da") == {"q0": 95.0, "q1": None, "q2": 40.0, "q3": 95.0, "q4": 85.0}
+    flagged = row_flags(report, "queries")
+    assert flagged["q2"] == ["judge_major_error", "judge_low_score"]
+    assert "q4" not in flagged or "judge_major_error" not in flagged["q4"]
     outcome = entry.methods["judge"]
     assert (outcome.scored, outcome.missing) == (4, 1)
     summary = outcome.summary
@@ -93,7 +95,8 @@ def test_judge_answers_become_scores_flags_and_missing_rows(tmp_path, fake_llm_f
     again = run_quality(source, translated, tmp_path / "q2", src_lang="en", tgt_lang="es", show_progress=False,
                         methods=[LLMJudge(server.model, base_url=server.url, sample=None, retries=1)],
                         fields=("queries",))
-    assert len(server.calls) == 7 + 2 and again.fields["queries"].rows == entry.rows
+    assert len(server.calls) == 7 + 2
+    assert all(row_values(again, "queries", s) == row_values(report, "queries", s) for s in ("judge_mqm", "judge_da"))
 
 
 def test_refused_requests_are_missing_and_the_cli_runs_the_judge(tmp_path, fake_llm_factory, capsys):
@@ -105,7 +108,7 @@ def test_refused_requests_are_missing_and_the_cli_runs_the_judge(tmp_path, fake_
                  "--judge-sample", "all", "--output", str(tmp_path / "q")]) == 0
     report = QualityReport.load(tmp_path / "q" / "quality.json")
     for field, first in (("queries", "q0"), ("corpus", "d0")):
-        rows = report.fields[field].rows["judge_da"]
+        rows = row_values(report, field, "judge_da")
         assert rows[first] is None and [v for k, v in rows.items() if k != first] == [90.0] * 4
         summary = report.fields[field].methods["judge"].summary
         assert summary["request_failures"] == 1 and "maximum context length" in summary["failure_examples"][0]["error"]
@@ -138,7 +141,7 @@ def test_real_llama_cpp_judge_small_model(tmp_path, llama_server):
                          fields=("queries",), show_progress=False)
     entry = report.fields["queries"]
     summary = entry.methods["judge"].summary
-    rows = entry.rows["judge_da"]
+    rows = row_values(report, "queries", "judge_da")
     assert len(rows) == 2 and summary["judged"] + summary["malformed"] + summary["request_failures"] == 2
     assert sum(v is None for v in rows.values()) == entry.methods["judge"].missing == 2 - summary["judged"]
     assert all(v is None or 0 <= v <= 100 for v in rows.values())

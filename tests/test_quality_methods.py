@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from artifact_fixtures import row_flags
 from conftest import write_beir
 
 from beirx.artifacts.quality import QualityReport
@@ -44,6 +45,10 @@ SOURCE = ["the cat sleeps on the warm mat", "dogs bark at night", "birds sing in
 TARGET = ["el gato duerme", "los perros ladran de noche", "birds sing in the morning", "llueve mucho hoy"]
 
 
+def scores_of(report: QualityReport, field: str) -> dict[str, dict]:
+    return {row["id"]: row["scores"] for row in report.rows([field])}
+
+
 def _datasets(tmp_path):
     def build(name, texts):
         root = write_beir(tmp_path / name, [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(texts)],
@@ -60,7 +65,7 @@ def test_a_new_method_needs_no_other_change(tmp_path):
                          methods=[Checks(), WordRatio()], fields=("queries",), show_progress=False)
     entry = report.fields["queries"]
     ratios = {"q0": 3 / 7, "q1": 5 / 4, "q2": 1.0, "q3": 3 / 2}
-    assert entry.rows == {"word_ratio": ratios}
+    assert scores_of(report, "queries") == {i: {"word_ratio": value} for i, value in ratios.items()}
     assert entry.scores["word_ratio"].mean == pytest.approx(sum(ratios.values()) / 4)
     assert entry.scores["word_ratio"].histogram.edges[:3] == [0.0, 0.1, 0.2]
     assert entry.scores["word_ratio"].histogram.counts[4] == 1 and entry.scores["word_ratio"].histogram.counts[15] == 1
@@ -68,13 +73,19 @@ def test_a_new_method_needs_no_other_change(tmp_path):
     assert entry.methods["word_ratio"].scored == 4
     # flags of every method together, in method order: q2 is an untranslated copy, q0 lost words (and is
     # under half the source's characters: 14/30)
-    assert entry.flagged == {"q0": ["length_ratio", "few_words"], "q2": ["untranslated", "wrong_language"]}
+    assert row_flags(report, "queries") == {"q0": ["length_ratio", "few_words"], "q2": ["untranslated", "wrong_language"]}
     assert entry.flags == {"few_words": 1, "length_ratio": 1, "untranslated": 1, "wrong_language": 1}
     assert entry.flagged_items == 2
     assert report.scores["word_ratio"].method == "word_ratio" and report.scores["word_ratio"].scale == [0.0, 2.0]
     assert report.methods["word_ratio"].description == {"rule": "words(translation) / words(source)"}
     assert list(report.methods) == ["checks", "word_ratio"] and report.encoder == {}  # no encoder was loaded
     assert QualityReport.load(tmp_path / "q" / "quality.json") == report
+    # the rows are in the sidecar, one line each, the rank hand-computed: q0's ratio is the lowest of four (0/3)
+    sidecar = [json.loads(line) for line in (tmp_path / "q" / "rows.jsonl").read_text().splitlines()]
+    assert sidecar[0] == {"field": "queries", "id": "q0", "flags": ["length_ratio", "few_words"], "rank": 0.0,
+                          "scores": {"word_ratio": 3 / 7}}
+    assert [(r["id"], r["rank"]) for r in sidecar] == [("q0", 0.0), ("q1", 2 / 3), ("q2", 1 / 3), ("q3", 1.0)]
+    assert "rows" not in json.loads((tmp_path / "q" / "quality.json").read_text())["fields"]["queries"]
 
     flagged = [json.loads(line) for line in (tmp_path / "q" / "flagged.jsonl").read_text().splitlines()]
     assert [(r["id"], r["reasons"], r["word_ratio"]) for r in flagged] == [("q0", ["length_ratio", "few_words"], 0.4286),
@@ -90,7 +101,7 @@ def test_a_new_method_needs_no_other_change(tmp_path):
 def test_translation_flags_of_an_llm_backend_join_the_report(tmp_path):
     source, translated = _datasets(tmp_path)
     assert run_quality(source, translated, tmp_path / "none", src_lang="en", tgt_lang="es", fields=("queries",),
-                       methods=[TranslationFlags()], show_progress=False).fields["queries"].flagged == {}
+                       methods=[TranslationFlags()], show_progress=False).fields["queries"].flagged_items == 0
     rows = [{"field": "queries", "id": "q1", "outcome": "fallback", "reasons": ["untranslated"], "units": []},
             {"field": "queries", "id": "q3", "outcome": "flagged", "reasons": ["length_ratio", "lost_numbers"],
              "units": []},
@@ -99,8 +110,8 @@ def test_translation_flags_of_an_llm_backend_join_the_report(tmp_path):
     report = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", fields=("queries",),
                          methods=[Checks(), TranslationFlags()], show_progress=False)
     entry = report.fields["queries"]
-    assert entry.flagged == {"q0": ["length_ratio"], "q1": ["llm_fallback"], "q2": ["untranslated", "wrong_language"],
-                             "q3": ["llm_flagged"]}
+    assert row_flags(report, "queries") == {"q0": ["length_ratio"], "q1": ["llm_fallback"],
+                                              "q2": ["untranslated", "wrong_language"], "q3": ["llm_flagged"]}
     assert entry.flags["llm_fallback"] == entry.flags["llm_flagged"] == 1 and entry.flagged_items == 4
     assert entry.methods["translation_flags"].summary == {"records": 2}
     assert report.methods["translation_flags"].description == {"file": "translation_flags.jsonl", "present": True}
@@ -116,7 +127,8 @@ def test_ranked_rows_by_flags_then_mean_percentile(tmp_path):
                          methods=[Checks(), WordRatio()], fields=("queries",), show_progress=False)
     # q0 and q2 have two flags each: q0's ratio (0.43) ranks below q2's (1.0); q1 (1.25) and q3 (1.5) are
     # unflagged, the lower ratio first
-    assert report.ranked_rows("queries") == ["q0", "q2", "q1", "q3"]
+    assert [row["id"] for row in report.worst(10, ["queries"])] == ["q0", "q2", "q1", "q3"]
+    assert [row["id"] for row in QualityReport.load(tmp_path / "q" / "quality.json").worst(2)] == ["q0", "q2"]
 
 
 def test_two_methods_may_not_claim_one_score(tmp_path):
@@ -144,6 +156,40 @@ def test_cli_offers_every_registered_method(capsys):
         if name not in ("checks", "translation_flags"):  # always on, no options (argparse hides an empty group)
             assert f"quality method {name}:" in help_text
     assert "--roundtrip-sample N|all" in help_text and "--comet PATH" in help_text and "--no-similarity" in help_text
+
+
+def test_a_toy_method_is_one_module_plus_one_registry_line(tmp_path, capsys, monkeypatch):
+    """tests/quality_toy.py declares its flags (defaults there, once), scores, flags, report and card lines; one
+    registry line later beirx quality offers its flags, runs it, and its column, report line and figure appear."""
+    monkeypatch.setattr(QUALITY_METHODS, "_entries", dict(QUALITY_METHODS._entries))  # undone after the test
+    QUALITY_METHODS.register("char_ratio", "quality_toy:CharRatio")  # the one line
+    assert main(["quality", "--help"]) == 0
+    assert "quality method char_ratio:" in capsys.readouterr().out
+    source, translated = _datasets(tmp_path)
+    assert main(["quality", str(translated.root), "--source", str(source.root), "--lang", "es", "--no-similarity",
+                 "--no-progress", "--toy", "--toy-max-ratio", "1.4", "--output", str(tmp_path / "q")]) == 0
+    printed = capsys.readouterr().out
+    # its score's mean ((14/30 + 26/18 + 1 + 2) / 4), its figure after the checks' one, its flag counted
+    line = printed.splitlines()[1]
+    assert line.startswith("queries       4        4  char_ratio 1.2278; in target language ")
+    assert line.endswith(", longest ratio 2.0000; flags: length_ratio 1, too_long 2, untranslated 1, wrong_language 1")
+    report = QualityReport.load(tmp_path / "q" / "quality.json")
+    assert report.methods["char_ratio"].description == {"max_ratio": 1.4}
+    # characters: q0 14/30, q1 26/18, q2 25/25, q3 16/8; above 1.4: q1 and q3
+    assert scores_of(report, "corpus") == {"d0": {"char_ratio": 14 / 30}, "d1": {"char_ratio": 26 / 18},
+                                           "d2": {"char_ratio": 1.0}, "d3": {"char_ratio": 2.0}}
+    assert row_flags(report, "queries") == {"q0": ["length_ratio"], "q1": ["too_long"],
+                                            "q2": ["untranslated", "wrong_language"], "q3": ["too_long"]}
+    md = (tmp_path / "q" / "quality.md").read_text(encoding="utf-8")
+    assert "- Longest queries translation: 2.00x its source." in md and "- Longest corpus translation: 2.00x" in md
+    assert "- `too_long` (char_ratio): the translation is more than --toy-max-ratio times" in md
+    from beirx.publish.cards import read_quality
+
+    assert QualityReport.path_in(translated.root).parent != tmp_path / "q"
+    (translated.root / "quality").mkdir()
+    for name in ("quality.json", "rows.jsonl"):
+        (translated.root / "quality" / name).write_bytes((tmp_path / "q" / name).read_bytes())
+    assert read_quality(translated.root)["queries longest ratio"] == 2.0
 
 
 # -- COMET: model folder checks (no unbabel-comet needed) -------------------------------------------------------

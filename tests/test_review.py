@@ -11,9 +11,10 @@ from conftest import write_beir
 from review_fixtures import jsonl, write_pair
 
 from beirx.artifacts.manifest import TranslationManifest
+from beirx.artifacts.quality import QualityReport
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError
+from beirx.errors import BeirxError, DataError
 from beirx.review import statistics
 from beirx.review.apply import apply_corrections
 from beirx.review.sample import draw, quotas
@@ -68,6 +69,18 @@ def test_stratified_sample(tmp_path):
     assert [i.stratum for i in plain].count("worst") == 0 and [i.stratum for i in plain].count("random") == 8
     small = draw(source, translated, 500, seed=1)
     assert len(small) == 140  # every item of the dataset, once
+
+
+def test_the_sample_reads_the_rows_of_the_report_on_disk_and_names_a_missing_sidecar(tmp_path):
+    source, translated = _synthetic(tmp_path)
+    quality = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", methods=[IdNumber()],
+                          show_progress=False)
+    saved = QualityReport.load(tmp_path / "q" / "quality.json")
+    assert draw(source, translated, 20, seed=1, quality=saved) == draw(source, translated, 20, seed=1, quality=quality)
+    (tmp_path / "q" / "rows.jsonl").unlink()
+    with pytest.raises(DataError, match=r"rows\.jsonl: cannot read the per-row quality scores .*copy it along, or run "
+                                        "beirx quality again"):
+        draw(source, translated, 20, seed=1, quality=saved)
 
 
 def test_agreement_interval_and_correlation():

@@ -19,6 +19,8 @@ from beirx.translate.quality import checks as quality_flags
 from beirx.cli import main
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.quality import distribution, run_quality
+from beirx.translate.quality.roundtrip import RoundTrip
+from tests.artifact_fixtures import row_values
 from tests.conftest import write_beir
 
 # Short English sentences with careful Polish translations written for this test (no parallel corpus ships here).
@@ -117,7 +119,7 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     for field in ("queries", "corpus"):
         assert real.fields[field].similarity.mean > wrong.fields[field].similarity.mean + 0.1
         assert real.fields[field].flagged_items == 0
-        assert real.fields[field].target_share == 1.0
+        assert quality_flags.Checks.card_figures(real.fields[field]) == {"in target language": 1.0}
     # Pair by pair (the review sample holds every pair here): each true translation beats the mismatched one.
     real_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "pl" / "quality" / "review_sample.jsonl")}
     wrong_sims = {(r["field"], r["id"]): r["similarity"] for r in _jsonl(tmp_path / "shuffled-report" / "review_sample.jsonl")}
@@ -142,7 +144,7 @@ def test_real_translation_beats_shuffled_and_defects_are_flagged(tmp_path, e5_sm
     # Files: the default output folder is <translated>/quality, everything written, markdown has the table.
     out = tmp_path / "pl" / "quality"
     assert sorted(p.name for p in out.iterdir()) == ["flagged.jsonl", "quality.json", "quality.md",
-                                                     "review_sample.jsonl", "review_sample.md"]
+                                                     "review_sample.jsonl", "review_sample.md", "rows.jsonl"]
     saved = QualityReport.load(out / "quality.json")
     assert saved == real
     assert saved.table == [TableRow(dataset="pl", queries=real.fields["queries"].similarity.mean,
@@ -174,7 +176,8 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     kw = dict(encoder=str(e5_small), src_lang="en", tgt_lang="es", fields=("queries",), sample_size=30,
               show_progress=False)
     back = TRANSLATORS.get("apertium")("es", "en")  # the registered backend, mode spa-eng
-    report = run_quality(source, translated, roundtrip_translator=back, roundtrip_sample=20, **kw)
+    report = run_quality(source, translated, methods=["checks", "translation_flags", "similarity", RoundTrip(back, 20)],
+                         **kw)
     wrong = run_quality(source, shuffled, tmp_path / "shuffled-report", **kw)
     q = report.fields["queries"]
     assert q.similarity.mean > wrong.fields["queries"].similarity.mean + 0.1
@@ -187,11 +190,12 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     assert len(backs) == 20 == q.methods["roundtrip"].scored
     expected = sacrebleu.metrics.CHRF().corpus_score([r["back_translation"] for r in backs],
                                                      [[r["source"] for r in backs]]).score
-    assert q.corpus_chrf == pytest.approx(expected, abs=0.01)
-    assert 30 < q.corpus_chrf < 100
+    chrf_corpus = RoundTrip.card_figures(q)["round-trip chrF"]
+    assert chrf_corpus == q.methods["roundtrip"].summary["chrF"] == pytest.approx(expected, abs=0.01)
+    assert 30 < chrf_corpus < 100
     # Per row: each sampled query's chrF is sacrebleu's sentence chrF of its own round trip, its similarity the
     # cosine of source and back-translation; rows outside the sample have no round-trip value.
-    chrf, sims = q.rows["roundtrip_chrf"], q.rows["roundtrip_similarity"]
+    chrf, sims = row_values(report, "queries", "roundtrip_chrf"), row_values(report, "queries", "roundtrip_similarity")
     assert sorted(chrf) == sorted(sims) == sorted(r["id"] for r in backs)
     for r in backs:
         sentence = sacrebleu.metrics.CHRF().sentence_score(r["back_translation"], [r["source"]]).score

@@ -208,10 +208,11 @@ def _hints(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def build(cls, data: dict[str, Any], source: str):
-    """A dataclass ``cls`` from ``data``, checked as a file is (errors name ``source`` and the dotted field):
-    for an artifact's ``_upgrade`` that reads an old layout through the old layout's own classes."""
-    return _build(cls, data, "", source)
+def build(cls, data: dict[str, Any], source: str, where: str = ""):
+    """A dataclass ``cls`` from ``data``, checked as a file is (errors name ``source`` and the dotted field, under
+    ``where`` when ``data`` is a part of the file): for an artifact's ``_upgrade`` that reads an old layout through
+    the old layout's own classes."""
+    return _build(cls, data, where, source)
 
 
 def _build(cls, data: dict[str, Any], where: str, source: str):

@@ -19,12 +19,15 @@ _UPGRADES = {
                "`query_dataset` becomes a dataset reference, efficiency figures come from the timings, any other "
                "top-level key goes to `extra`; `translated_from` and `language_source` are null (not recorded).",
     "manifest": "Format-1 manifests (`\"format\": 1`, no `schema_version`) have the same fields and load as format 2.",
-    "quality": "`beirx.quality/2` reports, and those without `schema_version` (written before it existed), load: "
+    "quality": "`beirx.quality/3` reports load with the per-row scores and flag reasons they held inline "
+               "(`fields.<field>.rows[score][id]`, `fields.<field>.flagged[id]`) kept in memory; saving one writes "
+               "them to `rows.jsonl`. "
+               "`beirx.quality/2` reports, and those without `schema_version` (written before it existed), load: "
                "the encoder becomes the `similarity` method's description, the language identifier the `checks` "
                "method's, the round-trip translator the `roundtrip` method's; each field's similarity distribution "
                "becomes `scores.similarity`, its language check and length rule the `checks` summary, its "
                "round-trip chrF the `roundtrip` summary; `per_query_similarity` becomes the queries' "
-               "`rows.similarity` (empty in files without it).",
+               "`similarity` rows (none in files without it).",
     "generation": "One format so far (`beirx.generation/1`).",
     "review": "One format so far (`beirx.review/1`).",
     "subset": "One format so far (`beirx.subset/1`).",

@@ -7,26 +7,35 @@ field here:
 
 - ``methods``: what ran (model, revision, options), the scores it produced and the flags it can raise;
 - ``scores``: what each score means (its method, scale, direction);
-- per field (``queries``, ``corpus``): every score's distribution, every row's value
-  (``rows[score][id]``, ``null`` when the method tried and got no answer), the flag reasons of every
-  flagged row, and each method's own summary (rows scored and missing, corpus-level figures).
+- per field (``queries``, ``corpus``): every score's distribution, the flag counts and each method's own
+  summary (rows scored and missing, corpus-level figures).
 
-Readers of the headline figures use the properties (``FieldQuality.similarity``, ``.target_share``,
-``.corpus_chrf``; ``QualityReport.per_query_similarity``). Reports of formats 1 and 2 load as well: their
-similarity distribution, flags, language check, length rule and round-trip chrF move into the generic
-places (format 1 has no per-query similarity, format 2 has it for queries).
+Every row's scores and flag reasons are in the sidecar ``rows.jsonl`` beside ``quality.json``
+(:mod:`beirx.artifacts.quality_rows`), which readers stream (:meth:`QualityReport.rows`,
+:meth:`QualityReport.worst`): per-row data grows with the corpus, the report does not.
+
+BEIR-PL's headline figure has properties (``FieldQuality.similarity``, ``QualityReport.per_query_similarity``,
+``.encoder``); every other method's figures are its own to read
+(:meth:`~beirx.translate.quality.base.QualityMethod.card_figures`). Reports of formats 1 to 3 load as well: format 3
+(:mod:`beirx.artifacts.quality_v3`) with its inline rows held in memory, formats 1 and 2
+(:mod:`beirx.artifacts.quality_v2`) with their similarity distribution, flags, language check, length rule and
+round-trip chrF in the generic places (format 1 has no per-query similarity, format 2 has it for queries).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
+from beirx.artifacts import quality_rows
 from beirx.artifacts.base import Artifact, fld, optional
 from beirx.artifacts.manifest import DatasetSide
 from beirx.artifacts.quality_parts import Distribution, TableRow, TranslationSummary
 
-SCHEMA = "beirx.quality/3"
+SCHEMA = "beirx.quality/4"
+V3 = "beirx.quality/3"
 V2 = "beirx.quality/2"
 FILENAME = "quality.json"  # in the report folder, by default <translated dataset>/quality
 FOLDER = "quality"
@@ -81,10 +90,6 @@ class FieldQuality:
     flagged_items: int = fld("items with at least one flag")
     scores: dict[str, Distribution] = optional("distribution of each score", default_factory=dict)
     methods: dict[str, MethodField] = optional("each method's outcome", default_factory=dict)
-    rows: dict[str, dict[str, float | None]] = optional(
-        "every row's value of each score: `rows[score][item id]`; null = tried, no value", default_factory=dict)
-    flagged: dict[str, list[str]] = optional("the flag reasons of every flagged item, by item id",
-                                             default_factory=dict)
     missing_examples: list[str] | None = optional("up to 10 missing IDs")
 
     @property
@@ -92,25 +97,12 @@ class FieldQuality:
         """The cross-lingual similarity's distribution (``n == 0`` when the method did not run)."""
         return self.scores.get("similarity") or Distribution(n=0)
 
-    @property
-    def target_share(self) -> float | None:
-        """Share of translations identified as the target language (None when not checked)."""
-        language = self._summary("checks").get("language") or {}
-        return language.get("target_share") if language.get("checked") else None
-
-    @property
-    def corpus_chrf(self) -> float | None:
-        """Corpus-level chrF of the back-translations against the originals, when the round trip ran."""
-        return self._summary("roundtrip").get("chrF")
-
-    def _summary(self, method: str) -> dict[str, Any]:
-        entry = self.methods.get(method)
-        return entry.summary if entry else {}
-
 
 @dataclass(kw_only=True)
 class QualityReport(Artifact):
-    """``quality.json``: how good a machine translation of a BEIR dataset is, method by method and row by row."""
+    """``quality.json``: how good a machine translation of a BEIR dataset is, method by method; row by row in the
+    sidecar `rows.jsonl` beside it (one JSON object a line: `field`, `id`, `flags` (reasons), `rank` (mean
+    percentile rank over the row's scores, 0 = worst) and `scores` (score name -> value, null = no answer))."""
 
     SCHEMA = SCHEMA
     KIND = "quality report"
@@ -129,12 +121,39 @@ class QualityReport(Artifact):
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
 
+    # Where the per-row sidecar is (the folder of the quality.json it was loaded from or saved to), or the rows
+    # themselves when they are held in memory (a format-3 file, or a report built in memory): not fields.
+    _folder: ClassVar[Path | None] = None
+    _held: ClassVar[dict[str, list[dict]] | None] = None
+
+    def hold_rows(self, rows: dict[str, list[dict]]) -> QualityReport:
+        """Keep ``rows`` (sidecar records by field) in memory; :meth:`save` writes them to the sidecar."""
+        self._held = rows
+        return self
+
+    def rows(self, fields: Iterable[str] | None = None) -> Iterator[dict]:
+        """Stream the per-row records (:mod:`beirx.artifacts.quality_rows`) of ``fields`` (default all); none
+        for a report built in memory and never given rows."""
+        wanted = set(self.fields if fields is None else fields)
+        source: Iterable[dict] = ()
+        if self._held is not None:
+            source = (row for name in self._held for row in self._held[name])
+        elif self._folder is not None:
+            source = quality_rows.read(self._folder / quality_rows.FILENAME)
+        return (row for row in source if row["field"] in wanted)
+
+    def worst(self, n: int, fields: Iterable[str] | None = None) -> list[dict]:
+        """The ``n`` worst rows of ``fields`` (most flags, then the lowest mean percentile rank; ties by field
+        and ID), streamed: memory holds ``n`` rows."""
+        return quality_rows.worst(self.rows(fields), n)
+
     @property
     def per_query_similarity(self) -> dict[str, float]:
         """Similarity of every scored query, by query ID (empty when not recorded)."""
-        field = self.fields.get("queries")
-        rows = field.rows.get("similarity", {}) if field else {}
-        return {qid: value for qid, value in rows.items() if value is not None}
+        if "queries" not in self.fields or "similarity" not in self.scores:
+            return {}
+        return {row["id"]: row["scores"]["similarity"] for row in self.rows(["queries"])
+                if row["scores"].get("similarity") is not None}
 
     @property
     def encoder(self) -> dict[str, Any]:
@@ -150,41 +169,34 @@ class QualityReport(Artifact):
     def encoder_revision(self) -> str | None:
         return self.encoder.get("revision")
 
-    @property
-    def identifier(self) -> str:
-        """``package version`` of the language identifier."""
-        method = self.methods.get("checks")
-        found = method.description.get("language_identifier", {}) if method else {}
-        return f"{found.get('package')} {found.get('version')}"
-
-    def badness(self, field: str) -> dict[str, tuple[int, float]]:
-        """``{item id: (-flag reasons, mean percentile rank)}`` of ``field``: sorting by it puts the worst
-        rows first (most flag reasons, then the lowest mean of the row's percentile ranks over every score,
-        each oriented so that low = bad).
-
-        One score's percentile rank puts scores of different scales (cosine, chrF, MQM) on one footing, so
-        no method dominates the order by its units; a row missing a score is ranked on the others.
-        """
-        entry = self.fields[field]
-        ids = {i for values in entry.rows.values() for i in values} | set(entry.flagged)
-        ranks: dict[str, list[float]] = {i: [] for i in ids}
-        for score, values in entry.rows.items():
-            info = self.scores.get(score)
-            sign = 1.0 if info is None or info.higher_is_better else -1.0
-            present = sorted((sign * v, i) for i, v in values.items() if v is not None)
-            for position, (_, item) in enumerate(present):
-                ranks[item].append(position / max(1, len(present) - 1))
-        return {i: (-len(entry.flagged.get(i, [])), sum(ranks[i]) / len(ranks[i]) if ranks[i] else 1.0) for i in ids}
-
-    def ranked_rows(self, field: str) -> list[str]:
-        """Item IDs of ``field`` from worst to best (:meth:`badness`, ties by ID)."""
-        badness = self.badness(field)
-        return sorted(badness, key=lambda i: (badness[i], i))
-
     @classmethod
-    def _upgrade(cls, data: dict[str, Any], source: str) -> dict[str, Any]:
-        if data.get("schema_version") in (None, V2):  # format 1 (before versions) has format 2's fields
-            from beirx.artifacts.quality_v2 import to_current
+    def from_dict(cls, data: Any, source: Path | str | None = None):
+        """As :meth:`Artifact.from_dict`; a format-1 to -3 report keeps its inline rows in memory."""
+        where = str(source) if source is not None else f"<{cls.__name__}>"
+        held = None
+        if isinstance(data, dict) and data.get("schema_version") in (None, V2, V3):
+            if data.get("schema_version") != V3:
+                from beirx.artifacts.quality_v2 import to_current
 
-            return to_current(data, source, SCHEMA)
-        return super()._upgrade(data, source)
+                data = to_current(data, where, V3)
+            from beirx.artifacts.quality_v3 import split
+
+            data, held = split(data, where, SCHEMA)
+        report = super().from_dict(data, source)
+        if held is not None:
+            report.hold_rows(held)
+        elif source is not None and not where.startswith("<"):
+            report._folder = Path(where).parent  # the file it was read from: the sidecar is beside it
+        return report
+
+    def save(self, path: Path | str) -> None:
+        """Write ``quality.json`` atomically, and the sidecar beside it when the rows are held in memory or live
+        in another folder."""
+        path = Path(path)
+        if self._held is not None:
+            held = (row for rows in self._held.values() for row in rows)
+            quality_rows.write(path.parent / quality_rows.FILENAME, held)
+        elif self._folder is not None and self._folder.resolve() != path.parent.resolve():
+            quality_rows.write(path.parent / quality_rows.FILENAME, self.rows())  # saved elsewhere: rows go along
+        super().save(path)
+        self._folder = path.parent

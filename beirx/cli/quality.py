@@ -66,11 +66,13 @@ def run(args) -> int:
     finally:
         for method in methods:
             method.close()
-    print(f"{'field':<8} {'pairs':>6} {'flagged':>8}  means / flags")
+    print(f"{'field':<8} {'pairs':>6} {'flagged':>8}  means / figures / flags")
     for field, entry in report.fields.items():
         means = ", ".join(f"{score} {d.mean:.4f}" for score, d in entry.scores.items() if d.mean is not None)
+        figures = ", ".join(f"{label} {value:.4f}" for method in methods for label, value in
+                            type(method).card_figures(entry).items() if value is not None)
         flags = ", ".join(f"{k} {v}" for k, v in entry.flags.items()) or "-"
-        trip = f"; round-trip chrF {entry.corpus_chrf:.2f}" if entry.corpus_chrf is not None else ""
-        print(f"{field:<8} {entry.pairs:>6} {entry.flagged_items:>8}  {means or '-'}{trip}; flags: {flags}")
+        print(f"{field:<8} {entry.pairs:>6} {entry.flagged_items:>8}  {means or '-'}{'; ' + figures if figures else ''}"
+              f"; flags: {flags}")
     print(f"report: {report_dir(translated, args.output)}/quality.md")
     return 0

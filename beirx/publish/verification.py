@@ -74,11 +74,16 @@ def verification(root: Path | str, checksum: str, translated: bool, min_items: i
             return Verification(VERIFIED, f"{review.rated_items} items rated by {len(review.annotators)} native "
                                           f"speakers, Krippendorff's alpha {alpha:.3f} (at least {min_items} items "
                                           f"and alpha {min_alpha} required)", figures)
+    from beirx.translate.quality.registry import QUALITY_METHODS
+
     quality = QualityReport.load_optional(QualityReport.path_in(root), "not counting it as verification")
-    if quality is not None and "judge" in quality.methods:
-        judged = sum(f.methods["judge"].scored for f in quality.fields.values() if "judge" in f.methods)
-        notes.append(f"an LLM judge scored {judged} translations")
-        return Verification(LM_VERIFIED, "; ".join(notes), {**figures, "LLM-judged items": judged})
+    for name in quality.methods if quality is not None else ():
+        verifies = QUALITY_METHODS.get(name).verifies if name in QUALITY_METHODS else None
+        if verifies is not None:  # a method whose scored rows verify the translation (an LLM judge)
+            note, label = verifies
+            scored = sum(f.methods[name].scored for f in quality.fields.values() if name in f.methods)
+            notes.append(note.format(n=scored))
+            return Verification(LM_VERIFIED, "; ".join(notes), {**figures, label: scored})
     return Verification(MACHINE, "; ".join(notes) or "no human review or LLM judge on record", figures)
 
 

@@ -3,15 +3,15 @@
 Four strata, filled in this order and never twice with one item:
 
 - ``worst``: the rows the automatic quality methods rank worst (most flags, then the lowest scores; from
-  ``quality.json``, both fields together), so reviewers see what the machine suspects;
+  ``quality.json``'s per-row sidecar, both fields together), so reviewers see what the machine suspects;
 - ``queries`` and ``documents``: uniform random draws from each field, so both are judged however unequal
   their sizes (a corpus has thousands of documents per query);
 - ``random``: uniform over every row of both fields: with the other random strata, an unbiased picture.
 
 Shares: a quarter each (a third each of the random strata without a quality report); a stratum that
 runs out passes its rest on to ``random``. Random draws are reservoir samples (Vitter, 1985, Algorithm R)
-over the streamed files with a seeded generator, so memory stays bounded by the sample, not the corpus, and
-the same seed gives the same sample.
+over the streamed files with a seeded generator, and the worst rows a bounded heap over the streamed sidecar, so
+memory stays bounded by the sample, not the corpus, and the same seed gives the same sample.
 """
 
 from __future__ import annotations
@@ -72,10 +72,8 @@ def draw(source: BeirDataset, translated: BeirDataset, size: int, seed: int,
     want = quotas(size, quality is not None)
     picked: dict[tuple[str, str], str] = {}
     if quality is not None:
-        badness = {(f, i): value for f in ("queries", "corpus") if f in quality.fields
-                   for i, value in quality.badness(f).items()}
-        for key in sorted(badness, key=lambda k: (badness[k], k))[:want["worst"]]:
-            picked[key] = "worst"
+        for row in quality.worst(want["worst"], [f for f in ("queries", "corpus") if f in quality.fields]):
+            picked[(row["field"], row["id"])] = "worst"
     rng = random.Random(seed)
     carry = want["worst"] - len(picked)
     for stratum in ("queries", "documents"):
@@ -108,11 +106,13 @@ def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple
         log.warning("%d sampled items are missing from one side or have no source text (e.g. %s %s); they are left "
                     "out", len(unmatched), *unmatched[0])
     order = sorted((k for k in picked if k not in unmatched), key=lambda k: (STRATA.index(picked[k]), k))
+    scores: dict[tuple[str, str], dict[str, float | None]] = {}
+    if quality is not None:  # one streaming pass over the sidecar, keeping the sampled rows' scores
+        scores = {(row["field"], row["id"]): row["scores"] for row in quality.rows()
+                  if (row["field"], row["id"]) in texts}
     items = []
     for position, (field, item_id) in enumerate(order, 1):
-        rows = quality.fields[field].rows if quality is not None and field in quality.fields else {}
-        scores = {score: values[item_id] for score, values in rows.items() if item_id in values}
         found = texts[(field, item_id)]
         items.append(Item(position, field, item_id, picked[(field, item_id)], found["source"], found["translation"],
-                          found.get("title", ""), scores))
+                          found.get("title", ""), scores.get((field, item_id), {})))
     return items

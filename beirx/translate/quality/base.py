@@ -3,10 +3,13 @@
 
 A method scores one field's aligned (source, translation) rows and returns, per row, the values of the
 scores it declares and the reasons it flags the row with; :func:`~beirx.translate.quality.run.run_quality`
-stores both generically in ``quality.json``, combines the flags of all methods and renders the report, so a
-new method touches nothing else. A method declares its own ``beirx quality`` flags
-(:meth:`QualityMethod.add_arguments`) and builds itself from them (:meth:`QualityMethod.from_args`,
-``None`` when the user did not ask for it).
+stores both generically (``quality.json`` and its sidecar ``rows.jsonl``), combines the flags of all methods and
+renders the report, so a new method touches nothing else. A method declares its own ``beirx quality`` flags
+(:meth:`QualityMethod.add_arguments`, each default written there once) and builds itself from them
+(:meth:`QualityMethod.from_args`, ``None`` when the user did not ask for it); from a written report it gives its
+lines of ``quality.md`` (:meth:`QualityMethod.report_section`, :meth:`QualityMethod.report_lines`), its figures
+on a dataset card and in ``beirx quality``'s printout (:meth:`QualityMethod.card_figures`) and whether its
+scored rows count as verification of a published dataset (:attr:`QualityMethod.verifies`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from beirx.artifacts.quality import FieldQuality, QualityReport
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,9 @@ class QualityMethod(ABC):
     scores: ClassVar[tuple[Score, ...]] = ()
     flags: ClassVar[dict[str, str]] = {}  # reason -> one line for the report's legend
     sample: int | None = None  # rows per field this method scores; None = all
+    default: ClassVar[bool] = False  # runs when nobody chose the methods (run_quality without methods=)
+    # (note with {n}, figure label) when the rows it scored count as verification of a published dataset
+    verifies: ClassVar[tuple[str, str] | None] = None
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
@@ -108,6 +117,22 @@ class QualityMethod(ABC):
     def from_args(cls, args: argparse.Namespace, src: str, tgt: str) -> QualityMethod | None:
         """The method configured by parsed flags, or None when the flags do not ask for it."""
         return None
+
+    @classmethod
+    def report_section(cls, report: QualityReport) -> list[str]:
+        """Markdown lines near the top of ``quality.md`` (after the translator), from the written report."""
+        return []
+
+    @classmethod
+    def report_lines(cls, report: QualityReport, field: str) -> list[str]:
+        """Markdown bullet lines of ``quality.md``'s summary about ``field`` (e.g. a corpus-level figure)."""
+        return []
+
+    @classmethod
+    def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
+        """Headline figures of one field for a dataset card and ``beirx quality``'s printout (label -> value,
+        None when not measured)."""
+        return {}
 
     def close(self) -> None:
         """Release what the method holds (a back-translator's connections); whoever built it closes it."""

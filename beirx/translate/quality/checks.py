@@ -31,12 +31,15 @@ import difflib
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beirx.progress import progress
 from beirx.translate import langid
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.stats import ROBUST_Z, MIN_ITEMS_FOR_ROBUST, robust_z
+
+if TYPE_CHECKING:
+    from beirx.artifacts.quality import FieldQuality, QualityReport
 
 #: One line per reason, for the markdown report's legend.
 REASONS = {
@@ -124,11 +127,36 @@ class Checks(QualityMethod):
     """The rule checks above, on every row."""
 
     name = "checks"
+    default = True
     flags = REASONS
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> Checks:
         return cls()
+
+    @classmethod
+    def report_lines(cls, report: QualityReport, field: str) -> list[str]:
+        """The language check (share in the target language, the detected languages) and the length rule."""
+        outcome = report.fields[field].methods.get(cls.name)
+        if outcome is None:
+            return []
+        lines = []
+        language = outcome.summary.get("language") or {}
+        if language.get("checked"):
+            top = ", ".join(f"{k} {v}" for k, v in language.get("detected", {}).items())
+            lines.append(f"- Language of {field} translations: {100 * language['target_share']:.1f}% "
+                         f"{report.translated.lang} (detected: {top}).")
+        ratio = outcome.summary.get("length_ratio") or {}
+        if ratio:
+            lines.append(f"- Length ratio bounds for {field}: {ratio['bounds'][0]}–{ratio['bounds'][1]} "
+                         f"({ratio['method']}).")
+        return lines
+
+    @classmethod
+    def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
+        outcome = entry.methods.get(cls.name)
+        language = (outcome.summary.get("language") or {}) if outcome else {}
+        return {"in target language": language.get("target_share") if language.get("checked") else None}
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"language_identifier": langid.describe()}

@@ -10,14 +10,18 @@ shared with the round trip. On unless ``--no-similarity``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
 from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
 
+if TYPE_CHECKING:
+    from beirx.artifacts.quality import FieldQuality, QualityReport
+
 
 class EmbeddingSimilarity(QualityMethod):
     name = "similarity"
+    default = True
     scores = (Score("similarity", "cosine similarity of source and translation embeddings", scale=(0.0, 1.0)),)
     flags = {"low_similarity": f"similarity is a low outlier for this field (robust z < -{ROBUST_Z})"}
 
@@ -29,6 +33,35 @@ class EmbeddingSimilarity(QualityMethod):
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> EmbeddingSimilarity | None:
         return None if args.no_similarity else cls()
+
+    @classmethod
+    def report_section(cls, report: QualityReport) -> list[str]:
+        """The encoder, BEIR-PL's Table 2 (mean similarity per field) and each field's histogram."""
+        from beirx.translate.quality.report import fmt, table
+
+        fields = report.parameters.fields
+        lines = [f"Encoder: `{report.encoder_model}` (revision `{report.encoder_revision}`), cosine similarity of "
+                 "source and translation.", ""]
+        if "similarity" in report.scores:
+            lines += ["## Mean similarity (BEIR-PL Table 2 layout)", ""]
+            lines += table(["Dataset", *(f.capitalize() for f in fields)],
+                           [[row.dataset, *(fmt(getattr(row, f)) for f in fields)] for row in report.table], "lr")
+            lines.append("")
+        for f in fields:
+            hist = report.fields[f].similarity.histogram
+            if not hist or not sum(hist.counts):
+                continue
+            top = max(hist.counts)
+            lines += [f"Similarity histogram, {f}:", "", "```"]
+            for lo, hi, count in zip(hist.edges, hist.edges[1:], hist.counts):
+                if count:
+                    lines.append(f"{lo:.2f}–{hi:.2f} {count:7d} {'#' * max(1, round(40 * count / top))}")
+            lines += ["```", ""]
+        return lines
+
+    @classmethod
+    def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
+        return {"similarity (mean)": entry.similarity.mean}
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return context.encoder().describe()

@@ -68,6 +68,7 @@ class LLMJudge(QualityMethod):
               Score("judge_da", "an LLM judge's direct assessment, 0-100", scale=(0.0, 100.0)))
     flags = {"judge_major_error": "the LLM judge annotated a critical or major error",
              "judge_low_score": "the LLM judge's direct assessment is below --judge-min-score"}
+    verifies = ("an LLM judge scored {n} translations", "LLM-judged items")
 
     def __init__(self, model: str, *, base_url: str | None = None, sample: int | None = DEFAULT_SAMPLE,
                  retries: int = 2, min_score: float = 50.0, max_tokens: int = 512, concurrency: int = 8,

@@ -1,28 +1,122 @@
-"""Write a quality report: ``quality.json`` + ``quality.md`` (summary, BEIR-PL Table 2 layout, every
-method's scores, flags, the worst rows with every score side by side), ``flagged.jsonl`` (every flagged
-pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md`` (pairs for a human to
-check). The Markdown is rendered from the report alone, so it can be rebuilt from any ``quality.json``.
-Every file is written atomically, so a report on disk is always complete.
+"""Write a quality report: ``quality.json`` + its per-row sidecar ``rows.jsonl``, ``quality.md`` (summary,
+BEIR-PL Table 2 layout, every method's scores, flags, the worst rows with every score side by side),
+``flagged.jsonl`` (every flagged pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md``
+(pairs for a human to check). Rows are streamed to the files as each field is scored (:class:`ReportFiles`):
+memory holds the review sample and the worst rows, not a record per row. The Markdown is rendered from the
+report and its sidecar alone, so it can be rebuilt from any ``quality.json``. Every file is written
+atomically, ``quality.json`` last, so a report on disk is always complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts import quality_rows
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod
 
 WORST_ROWS = 20
 EXCERPT = 80
+JSONL_DIGITS = 4  # scores in flagged.jsonl / review_sample.jsonl; rows.jsonl keeps full precision
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+class ReportFiles:
+    """The files of one run, as a context: :meth:`add` streams each field's rows to ``rows.jsonl`` and
+    ``flagged.jsonl`` and keeps the field's review sample and worst rows; :meth:`finish` commits them and writes
+    ``review_sample.*``, ``quality.md`` and ``quality.json``. An error before :meth:`finish` leaves every earlier
+    report in the folder as it was."""
+
+    def __init__(self, folder: Path, methods: Sequence[QualityMethod], sample_size: int, seed: int):
+        self.folder, self.methods, self.sample_size, self.seed = folder, list(methods), sample_size, seed
+        self.higher = {s.name: s.higher_is_better for m in self.methods for s in m.scores}
+        self.sample: list[dict] = []
+        self.worst: dict[str, list[dict]] = {}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> ReportFiles:
+        folder = self.folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self._rows = self._stack.enter_context(atomic_writer(folder / quality_rows.FILENAME))
+        self._flagged = self._stack.enter_context(atomic_writer(folder / "flagged.jsonl"))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
+
+    def add(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> tuple[dict[str, int], int]:
+        """Stream one field's rows; returns its items per flag reason and its flagged items."""
+        counts: Counter[str] = Counter()
+        flagged = 0
+
+        def rows() -> Iterator[dict]:
+            nonlocal flagged
+            for row in self._records(pairs, results):
+                counts.update(row["flags"])
+                flagged += bool(row["flags"])
+                yield row
+
+        self.worst[pairs.field] = quality_rows.worst(rows(), WORST_ROWS)  # a bounded heap over the stream
+        return dict(counts), flagged
+
+    def _records(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> Iterator[dict]:
+        """Write each row to the sidecar (and ``flagged.jsonl``, the sample); yield it with its translation."""
+        values = {score: found for r in results.values() for score, found in r.values.items()}
+        ranks = quality_rows.mean_percentile_ranks(values, self.higher)
+        picked = set(random.Random(f"{self.seed}-{pairs.field}-review").sample(range(len(pairs)),
+                                                                                min(self.sample_size, len(pairs))))
+        for n, item in enumerate(pairs.ids):  # methods in run order: a row's reasons read the same on every run
+            reasons = [reason for m in self.methods for reason in results[m.name].reasons.get(item, [])]
+            scores = {score: found[item] for score, found in values.items() if item in found}
+            row = quality_rows.record(pairs.field, item, reasons, ranks.get(item), scores)
+            self._rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if reasons or n in picked:
+                full = _full_row(pairs, n, results, reasons, scores)
+                if reasons:
+                    self._flagged.write(json.dumps(full, ensure_ascii=False) + "\n")
+                if n in picked:
+                    self.sample.append(full)
+            yield {**row, "translation": pairs.translations[n]}
+
+    def finish(self, report: QualityReport) -> None:
+        """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
+        self._stack.close()
+        with atomic_writer(self.folder / "review_sample.jsonl") as fh:
+            fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in self.sample)
+        with atomic_writer(self.folder / "review_sample.md") as fh:
+            fh.write(render_sample(self.sample))
+        with atomic_writer(self.folder / "quality.md") as fh:
+            fh.write(render_markdown(report, self.worst))
+        report.save(self.folder / FILENAME)
+
+
+def _full_row(pairs: FieldPairs, n: int, results: dict[str, MethodResult], reasons: list[str],
+              scores: dict[str, float | None]) -> dict[str, Any]:
+    """One row of ``flagged.jsonl``/``review_sample.jsonl``: every score, reasons, evidence, texts."""
+    item = pairs.ids[n]
+    row: dict[str, Any] = {"field": pairs.field, "id": item}
+    row.update((score, None if value is None else round(value, JSONL_DIGITS)) for score, value in scores.items())
+    details: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for result in results.values():
+        details.update(result.details.get(item, {}))
+        texts.update({key: by_id[item] for key, by_id in result.texts.items() if item in by_id})
+    row.update(reasons=reasons, details=details, source=pairs.sources[n], translation=pairs.translations[n], **texts)
+    return row
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A figure of ``quality.md``: ``digits`` decimals, a dash for none."""
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[str]:
+def table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[str]:
     """A Markdown table; header and separator come from one list, so they always agree. ``align`` gives
     each column's alignment (``l``/``r``); its last letter holds for the remaining columns."""
     align = align + align[-1] * max(0, len(header) - len(align))
@@ -31,37 +125,28 @@ def _table(header: list[str], rows: list[list[Any]], align: str = "l") -> list[s
     return lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
 
 
-def render_markdown(report: QualityReport, texts: dict[tuple[str, str], str] | None = None) -> str:
-    """The human-readable report; ``texts`` (``(field, id) -> translation``) adds excerpts to the worst rows."""
+def render_markdown(report: QualityReport, worst: dict[str, list[dict]] | None = None) -> str:
+    """The human-readable report. ``worst`` (field -> its worst sidecar rows, a ``translation`` in each for an
+    excerpt) is read from the report's sidecar when not given (then without excerpts)."""
     fields = report.parameters.fields
     src, tgt = report.source.lang, report.translated.lang
     lines = [f"# Translation quality: {report.dataset} ({src} → {tgt})", ""]
-    lines += [f"Methods: {', '.join(f'`{name}`' for name in report.methods)}."]
-    if "similarity" in report.methods:
-        lines += [f"Encoder: `{report.encoder_model}` (revision `{report.encoder_revision}`), cosine similarity "
-                  "of source and translation."]
-    lines.append("")
+    lines += [f"Methods: {', '.join(f'`{name}`' for name in report.methods)}.", ""]
     translation = report.translation
     if translation:
         lines += [f"Translator: `{json.dumps(translation.translator, ensure_ascii=False)}`.", ""]
         if translation.partial:
             lines += [f"Partial translation (`--limit {translation.limit}`): items beyond the limit are missing "
                       "by design and not scored.", ""]
-    if "similarity" in report.scores:
-        lines += ["## Mean similarity (BEIR-PL Table 2 layout)", ""]
-        lines += _table(["Dataset", *(f.capitalize() for f in fields)],
-                        [[row.dataset, *(_fmt(getattr(row, f)) for f in fields)] for row in report.table], "lr")
-        lines.append("")
+    for method in _method_classes(report):
+        lines += method.report_section(report)
     lines += _scores_section(report, fields)
-    lines += _histograms(report, fields)
     lines += _flags_section(report, fields)
-    lines += _summaries(report, fields, tgt)
-    lines += _worst_rows(report, fields, texts or {})
+    lines += _summaries(report, fields)
+    lines += _worst_rows(report, fields, worst)
     lines += ["", "## Provenance", "",
               f"- Source: `{report.source.path}` ({report.source.checksum})",
               f"- Translation: `{report.translated.path}` ({report.translated.checksum})"]
-    if "checks" in report.methods:
-        lines.append(f"- Language identifier: {report.identifier}")
     for name, method in report.methods.items():
         sample = f", {method.sample} rows per field (seeded sample)" if method.sample else ""
         lines.append(f"- `{name}`: `{json.dumps(method.description, ensure_ascii=False)}`{sample}")
@@ -76,30 +161,15 @@ def _scores_section(report: QualityReport, fields: list[str]) -> list[str]:
         for score, d in entry.scores.items():
             info = report.scores.get(score)
             outcome = entry.methods.get(info.method) if info else None
-            cells = [_fmt(getattr(d, k)) for k in ("mean", "std", "min", "p5", "p50", "p95", "max")]
+            cells = [fmt(getattr(d, k)) for k in ("mean", "std", "min", "p5", "p50", "p95", "max")]
             rows.append([f, f"`{score}`", "↑" if info is None or info.higher_is_better else "↓", d.n,
                          outcome.missing if outcome else 0, *cells])
     if not rows:
         return []
     header = ["Field", "score", "better", "n", "no answer", "mean", "std", "min", "p5", "p50", "p95", "max"]
-    lines = ["## Scores", ""] + _table(header, rows, "lllr") + [""]
+    lines = ["## Scores", ""] + table(header, rows, "lllr") + [""]
     lines += [f"- `{name}` ({info.method}): {info.description}" for name, info in report.scores.items()]
     return lines + [""]
-
-
-def _histograms(report: QualityReport, fields: list[str]) -> list[str]:
-    lines = []
-    for f in fields:
-        hist = report.fields[f].similarity.histogram
-        if not hist or not sum(hist.counts):
-            continue
-        top = max(hist.counts)
-        lines += [f"Similarity histogram, {f}:", "", "```"]
-        for lo, hi, count in zip(hist.edges, hist.edges[1:], hist.counts):
-            if count:
-                lines.append(f"{lo:.2f}–{hi:.2f} {count:7d} {'#' * max(1, round(40 * count / top))}")
-        lines += ["```", ""]
-    return lines
 
 
 def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
@@ -107,7 +177,7 @@ def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
     header = ["Field", "pairs", "missing", "flagged", *reasons]  # one list: header and separator always agree
     rows = [[f, e.pairs, e.missing, e.flagged_items, *(e.flags.get(r, 0) for r in reasons)]
             for f, e in ((f, report.fields[f]) for f in fields)]
-    lines = ["## Flags", ""] + _table(header, rows, "lr")
+    lines = ["## Flags", ""] + table(header, rows, "lr")
     if not reasons:
         return lines + ["", "No pair was flagged."]
     legend = {reason: (name, text) for name, m in report.methods.items() for reason, text in m.flags.items()}
@@ -118,45 +188,34 @@ def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
     return lines
 
 
-def _summaries(report: QualityReport, fields: list[str], tgt: str) -> list[str]:
-    lines = [""]
-    for f in fields:
-        checks = report.fields[f].methods.get("checks")
-        if checks is not None:
-            language = checks.summary.get("language") or {}
-            if language.get("checked"):
-                top = ", ".join(f"{k} {v}" for k, v in language.get("detected", {}).items())
-                lines.append(f"- Language of {f} translations: {100 * language['target_share']:.1f}% {tgt} "
-                             f"(detected: {top}).")
-            ratio = checks.summary.get("length_ratio") or {}
-            if ratio:
-                lines.append(f"- Length ratio bounds for {f}: {ratio['bounds'][0]}–{ratio['bounds'][1]} "
-                             f"({ratio['method']}).")
-        chrf = report.fields[f].corpus_chrf
-        if chrf is not None:
-            trip = report.fields[f].methods["roundtrip"]
-            lines.append(f"- Round trip, {f}: corpus chrF {chrf:.2f} over {trip.scored} back-translations "
-                         f"(sacrebleu `{trip.summary.get('signature')}`).")
-    return lines
+def _method_classes(report: QualityReport) -> list[type[QualityMethod]]:
+    """The classes of the report's methods that this beirx knows (a report may name a method since removed)."""
+    from beirx.translate.quality.registry import QUALITY_METHODS
+
+    return [QUALITY_METHODS.get(name) for name in report.methods if name in QUALITY_METHODS]
 
 
-def _worst_rows(report: QualityReport, fields: list[str], texts: dict[tuple[str, str], str]) -> list[str]:
+def _summaries(report: QualityReport, fields: list[str]) -> list[str]:
+    methods = _method_classes(report)
+    return [""] + [line for f in fields for method in methods for line in method.report_lines(report, f)]
+
+
+def _worst_rows(report: QualityReport, fields: list[str], worst: dict[str, list[dict]] | None) -> list[str]:
     scores = list(report.scores)
     lines = []
     for f in fields:
-        entry = report.fields[f]
-        worst = report.ranked_rows(f)[:WORST_ROWS]
-        if not worst:
+        found = worst[f] if worst is not None else report.worst(WORST_ROWS, [f])
+        if not found:
             continue
         rows = []
-        for item in worst:
-            values = [_fmt(entry.rows.get(s, {}).get(item)) for s in scores]
-            excerpt = " ".join(texts.get((f, item), "").split())
+        for row in found:
+            values = [fmt(row["scores"].get(s)) for s in scores]
+            excerpt = " ".join(row.get("translation", "").split())
             excerpt = (excerpt[:EXCERPT] + "…" if len(excerpt) > EXCERPT else excerpt).replace("|", "\\|")
-            rows.append([f"`{item}`", ", ".join(entry.flagged.get(item, [])) or "–", *values, excerpt])
-        lines += ["", f"## Worst {len(worst)} {f} rows", "",
+            rows.append([f"`{row['id']}`", ", ".join(row["flags"]) or "–", *values, excerpt])
+        lines += ["", f"## Worst {len(found)} {f} rows", "",
                   "Most flags first, then the lowest mean percentile rank over every score.", ""]
-        lines += _table(["id", "flags", *(f"`{s}`" for s in scores), "translation"], rows,
+        lines += table(["id", "flags", *(f"`{s}`" for s in scores), "translation"], rows,
                         "ll" + "r" * len(scores) + "l")
     return lines
 
@@ -179,22 +238,3 @@ def render_sample(rows: list[dict]) -> str:
 
 def _quote(text: str) -> str:
     return " ".join(text.split())
-
-
-def _write_jsonl(path: Path, rows: list[dict]) -> None:
-    with atomic_writer(path) as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def write_report(output_dir: Path, report: QualityReport, flagged: list[dict], sample: list[dict],
-                 texts: dict[tuple[str, str], str] | None = None) -> None:
-    """All report files; ``texts`` (``(field, id) -> translation``) gives the worst rows their excerpts."""
-    output_dir.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(output_dir / "flagged.jsonl", flagged)
-    _write_jsonl(output_dir / "review_sample.jsonl", sample)
-    with atomic_writer(output_dir / "review_sample.md") as fh:
-        fh.write(render_sample(sample))
-    with atomic_writer(output_dir / "quality.md") as fh:
-        fh.write(render_markdown(report, texts))
-    report.save(output_dir / FILENAME)

@@ -21,7 +21,7 @@ method flags it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beirx.argtypes import count_or_all, key_value
 from beirx.errors import require
@@ -29,6 +29,9 @@ from beirx.translate.backends.base import Translator
 from beirx.translate.plan import translate_texts
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
 from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
+
+if TYPE_CHECKING:
+    from beirx.artifacts.quality import FieldQuality, QualityReport
 
 DEFAULT_SAMPLE = 200
 
@@ -55,6 +58,20 @@ class RoundTrip(QualityMethod):
                            help="option of the round-trip backend (repeatable)")
         group.add_argument("--roundtrip-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
                            help=f"rows per field to back-translate: a seeded sample, or all (default {DEFAULT_SAMPLE})")
+
+    @classmethod
+    def report_lines(cls, report: QualityReport, field: str) -> list[str]:
+        """The corpus-level chrF of the back-translations and sacrebleu's signature."""
+        trip = report.fields[field].methods.get(cls.name)
+        if trip is None or trip.summary.get("chrF") is None:
+            return []
+        return [f"- Round trip, {field}: corpus chrF {trip.summary['chrF']:.2f} over {trip.scored} back-translations "
+                f"(sacrebleu `{trip.summary.get('signature')}`)."]
+
+    @classmethod
+    def card_figures(cls, entry: FieldQuality) -> dict[str, float | None]:
+        outcome = entry.methods.get(cls.name)
+        return {"round-trip chrF": outcome.summary.get("chrF") if outcome else None}
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> RoundTrip | None:

@@ -1,11 +1,14 @@
 """Run the quality methods over a translated dataset and write the report (``beirx quality``; also run by
-``beirx translate`` when it finishes).
+``beirx translate`` and ``beirx suite`` when they finish).
 
-For each field (``queries``, ``corpus``) the rows present in both datasets are handed to every method
-(:mod:`beirx.translate.quality`: always ``checks`` and ``similarity``, plus those the user asked for).
-Their per-row scores and flags land generically in ``quality.json``; every flagged row goes to
-``flagged.jsonl`` with its reasons, evidence and every score; a seeded random sample per field goes to
-``review_sample.jsonl``/``.md`` (BEIR-PL checked 100 pairs by hand).
+For each field (``queries``, ``corpus``) the rows present in both datasets, with a non-empty source, are handed
+to every method in order: by default the methods :data:`~beirx.translate.quality.QUALITY_METHODS` marks
+``default`` (``checks``, ``translation_flags``, ``similarity``), else those given (built, or registry names
+built with their defaults). Each field's score distributions, flag counts and method summaries land in
+``quality.json``; every row's scores and flags are streamed to its sidecar ``rows.jsonl``
+(:mod:`beirx.artifacts.quality_rows`); every flagged row goes to ``flagged.jsonl`` with its reasons, evidence
+and every score; a seeded random sample per field goes to ``review_sample.jsonl``/``.md`` (BEIR-PL checked 100
+pairs by hand).
 
 Documents are compared as ``(title + " " + text).strip()``, as dense retrievers see them.
 """
@@ -17,7 +20,6 @@ import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from beirx.artifacts.manifest import DatasetSide, TranslationManifest
 from beirx.artifacts.quality import (FieldQuality, MethodField, MethodInfo, QualityParameters, QualityReport,
@@ -25,29 +27,26 @@ from beirx.artifacts.quality import (FieldQuality, MethodField, MethodInfo, Qual
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
-from beirx.translate.backends.base import Translator
+from beirx.translate.quality.registry import QUALITY_METHODS
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
-from beirx.translate.quality.checks import Checks
-from beirx.translate.quality.embedding import EmbeddingSimilarity
-from beirx.translate.quality.report import write_report
-from beirx.translate.quality.roundtrip import DEFAULT_SAMPLE, RoundTrip
+from beirx.translate.quality.report import ReportFiles
 from beirx.translate.quality.stats import distribution
-from beirx.translate.quality.translation_flags import TranslationFlags
 from beirx.translate.similarity import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
 
 FIELDS = ("queries", "corpus")
 ROLES = {"queries": "query", "corpus": "passage"}
-JSONL_DIGITS = 4  # scores in flagged.jsonl / review_sample.jsonl; quality.json keeps full precision
+MethodSpec = QualityMethod | str  # a built method, or a registry name built with its defaults
 
 
 def field_texts(dataset: BeirDataset, field: str) -> dict[str, str]:
-    """``{id: text}`` of one field: query text, or the document's ``(title + " " + text).strip()``."""
+    """``{id: text}`` of one field: query text, or the document's ``(title + " " + text).strip()`` (the corpus
+    streamed, not kept as documents besides)."""
     if field == "queries":
         return {qid: q.text for qid, q in dataset.queries.items()}
     if field == "corpus":
-        return {did: f"{d.title} {d.text}".strip() for did, d in dataset.corpus.items()}
+        return {d.id: f"{d.title} {d.text}".strip() for d in dataset.iter_corpus()}
     raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
 
 
@@ -78,74 +77,51 @@ def _pairs(source: BeirDataset, translated: BeirDataset, field: str, max_items: 
     return pairs, missing, empty_sources
 
 
-def _field_quality(pairs: FieldPairs, results: dict[str, MethodResult], methods: Sequence[QualityMethod],
-                   missing: list[str], empty_sources: int) -> FieldQuality:
-    """Every method's scores, flags and summary of one field in the report's generic layout."""
-    values = {score: found for r in results.values() for score, found in r.values.items()}
-    scales = {s.name: s.scale for m in methods for s in m.scores}
-    flagged: dict[str, list[str]] = {}
-    for item in pairs.ids:  # row order, methods in run order: a row's reasons read the same on every run
-        reasons = [reason for m in methods for reason in results[m.name].reasons.get(item, [])]
-        if reasons:
-            flagged[item] = reasons
-    counts: dict[str, int] = {}
-    for reasons in flagged.values():
-        for reason in reasons:
-            counts[reason] = counts.get(reason, 0) + 1
-    return FieldQuality(
-        pairs=len(pairs), missing=len(missing), empty_sources=empty_sources,
-        flags=dict(sorted(counts.items())), flagged_items=len(flagged),
-        scores={score: distribution([v for v in found.values() if v is not None], scales[score])
-                for score, found in values.items()},
-        methods={name: MethodField(scored=r.scored, missing=r.missing, summary=r.summary) for name, r in results.items()},
-        rows=values, flagged=flagged, missing_examples=missing[:10] if missing else None)
-
-
-def _rows(pairs: FieldPairs, results: dict[str, MethodResult], flagged: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """One dict per row for ``flagged.jsonl``/``review_sample.jsonl``: every score, reasons, evidence, texts."""
-    rows = []
-    for n, item in enumerate(pairs.ids):
-        row: dict[str, Any] = {"field": pairs.field, "id": item}
-        details: dict[str, Any] = {}
-        texts: dict[str, str] = {}
-        for result in results.values():
-            for score, found in result.values.items():
-                if item in found:
-                    row[score] = None if found[item] is None else round(found[item], JSONL_DIGITS)
-            details.update(result.details.get(item, {}))
-            texts.update({key: by_id[item] for key, by_id in result.texts.items() if item in by_id})
-        row.update(reasons=flagged.get(item, []), details=details, source=pairs.sources[n],
-                   translation=pairs.translations[n], **texts)
-        rows.append(row)
-    return rows
-
-
-def default_methods(roundtrip_translator: Translator | None = None,
-                    roundtrip_sample: int | None = DEFAULT_SAMPLE) -> list[QualityMethod]:
-    """The always-on methods (``checks``, ``translation_flags``, ``similarity``), plus a round trip when a
-    translator is given."""
-    methods: list[QualityMethod] = [Checks(), TranslationFlags(), EmbeddingSimilarity()]
-    if roundtrip_translator is not None:
-        methods.append(RoundTrip(roundtrip_translator, roundtrip_sample))
+def resolve_methods(specs: Sequence[MethodSpec] | None) -> list[QualityMethod]:
+    """The methods to run: ``specs`` built (a name through the registry, with its defaults), by default every
+    registered method marked ``default``; two methods with one name or one score name are refused."""
+    if specs is None:
+        specs = [name for name in QUALITY_METHODS.in_order() if QUALITY_METHODS.get(name).default]
+    methods = [spec if isinstance(spec, QualityMethod) else _build(spec) for spec in specs]
+    _check_unique_scores(methods)
     return methods
 
 
+def _build(name: str) -> QualityMethod:
+    cls = QUALITY_METHODS.get(name)
+    try:
+        return cls()
+    except TypeError:
+        raise BeirxError(f"quality method {name!r} needs options: build it (e.g. from its beirx quality flags, "
+                         f"{cls.__name__}.from_args) and pass the method instead of its name") from None
+
+
+def _fields(translated: BeirDataset, fields: Sequence[str]) -> list[str]:
+    """``fields`` checked, without those ``beirx translate`` copied untranslated (nothing to score)."""
+    for field in fields:
+        if field not in FIELDS:
+            raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
+    manifest = translated.translation
+    copied = [f for f in fields if manifest is not None and f in manifest.untranslated_fields]
+    if copied:
+        log.info("not scoring %s: beirx translate copied it untranslated", ", ".join(copied))
+    return [f for f in fields if f not in copied]
+
+
 def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path | str | None = None, *,
-                src_lang: str, tgt_lang: str, methods: Sequence[QualityMethod] | None = None,
+                src_lang: str, tgt_lang: str, methods: Sequence[MethodSpec] | None = None,
                 encoder: str = DEFAULT_ENCODER, encoder_revision: str | None = None, batch_size: int = 32,
                 use_cache: bool = True, fields: tuple[str, ...] | list[str] = FIELDS, sample_size: int = 100,
-                seed: int = 0, max_items: int | None = None, show_progress: bool = True,
-                roundtrip_translator: Translator | None = None,
-                roundtrip_sample: int | None = DEFAULT_SAMPLE) -> QualityReport:
+                seed: int = 0, max_items: int | None = None, show_progress: bool = True) -> QualityReport:
     """Score ``translated`` against ``source`` with every method and write the report (in :func:`report_dir`).
 
     Args:
         source, translated: the original and the translated BEIR folders (same IDs).
-        output_dir: where ``quality.json``, ``quality.md``, ``flagged.jsonl``, ``review_sample.jsonl`` and
-            ``review_sample.md`` are written (atomically); default ``<translated folder>/quality``.
+        output_dir: where ``quality.json``, ``rows.jsonl``, ``quality.md``, ``flagged.jsonl``,
+            ``review_sample.jsonl`` and ``review_sample.md`` are written (atomically); default
+            ``<translated folder>/quality``.
         src_lang, tgt_lang: ISO 639-1 codes of the source and translation.
-        methods: the quality methods to run, in order (default :func:`default_methods`, with a round trip
-            through ``roundtrip_translator`` over ``roundtrip_sample`` rows per field when one is given).
+        methods: the quality methods to run, in order (:func:`resolve_methods`).
         encoder: the multilingual sentence-transformers model (Hub id or folder) every embedding method
             shares; default LaBSE as in BEIR-PL. ``encoder_revision`` pins a Hub revision, ``batch_size``
             and ``use_cache`` (cached embeddings) tune it.
@@ -161,60 +137,67 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
     from beirx.translate.similarity import PairEncoder
 
     output_dir = report_dir(translated, output_dir)
-    for field in fields:
-        if field not in FIELDS:
-            raise BeirxError(f"unknown field {field!r}; choose from {', '.join(FIELDS)}")
-    methods = list(methods) if methods is not None else default_methods(roundtrip_translator, roundtrip_sample)
-    _check_unique_scores(methods)
-    manifest = translated.translation
-    copied = [f for f in fields if manifest is not None and f in manifest.untranslated_fields]
-    if copied:
-        log.info("not scoring %s: beirx translate copied it untranslated", ", ".join(copied))
-        fields = [f for f in fields if f not in copied]
-    timer = Timer()
-    started = time.time()
+    methods = resolve_methods(methods)
+    fields = _fields(translated, fields)
+    timer, started = Timer(), time.time()
     context = QualityContext(src_lang=src_lang, tgt_lang=tgt_lang, seed=seed, show_progress=show_progress,
                              encoder_factory=lambda: PairEncoder(encoder, revision=encoder_revision,
                                                                  batch_size=batch_size, use_cache=use_cache,
                                                                  show_progress=show_progress),
                              translated_root=translated.root)
     entries: dict[str, FieldQuality] = {}
-    flagged: list[dict] = []
-    samples: list[dict] = []
-    texts: dict[tuple[str, str], str] = {}
-    for field in fields:
-        pairs, missing, empty_sources = _pairs(source, translated, field, max_items, seed)
-        log.info("quality of %s %s: %d pairs (%d missing in the translation); methods: %s", translated.name, field,
-                 len(pairs), len(missing), ", ".join(m.name for m in methods))
-        results: dict[str, MethodResult] = {}
-        for method in methods:
-            with timer.section(f"{field}.{method.name}"):
-                results[method.name] = method.score(pairs, context)
-        entry = _field_quality(pairs, results, methods, missing, empty_sources)
-        entries[field] = entry
-        rows = _rows(pairs, results, entry.flagged)
-        texts.update(((field, item), text) for item, text in zip(pairs.ids, pairs.translations))
-        flagged += [r for r in rows if r["reasons"]]
-        picked = sorted(random.Random(f"{seed}-{field}-review").sample(range(len(rows)), min(sample_size, len(rows))))
-        samples += [rows[i] for i in picked]
-    report = QualityReport(
+    with ReportFiles(output_dir, methods, sample_size, seed) as files:
+        for field in fields:
+            pairs, missing, empty_sources = _pairs(source, translated, field, max_items, seed)
+            log.info("quality of %s %s: %d pairs (%d missing in the translation); methods: %s", translated.name,
+                     field, len(pairs), len(missing), ", ".join(m.name for m in methods))
+            results: dict[str, MethodResult] = {}
+            for method in methods:
+                with timer.section(f"{field}.{method.name}"):
+                    results[method.name] = method.score(pairs, context)
+            flags, flagged_items = files.add(pairs, results)
+            entries[field] = _field_quality(pairs, results, methods, missing, empty_sources, flags, flagged_items)
+            del pairs, results  # before the next field's texts are read
+        report = _report(source, translated, src_lang, tgt_lang, methods, context, entries, sample_size, seed,
+                         max_items, {**timer.seconds, "total": round(time.time() - started, 3)})
+        files.finish(report)
+    return report
+
+
+def _report(source: BeirDataset, translated: BeirDataset, src_lang: str, tgt_lang: str,
+            methods: Sequence[QualityMethod], context: QualityContext, entries: dict[str, FieldQuality],
+            sample_size: int, seed: int, max_items: int | None, timings: dict[str, float]) -> QualityReport:
+    """``quality.json``'s content: what ran, what each score means, each field's figures."""
+    fields = list(entries)
+    return QualityReport(
         dataset=translated.name,
         source=DatasetSide(path=str(source.root), name=source.name, lang=src_lang, checksum=source.checksum()),
         translated=DatasetSide(path=str(translated.root), name=translated.name, lang=tgt_lang,
                                checksum=translated.checksum()),
-        translation=_translation_summary(manifest),
+        translation=_translation_summary(translated.translation),
         methods={m.name: MethodInfo(description=m.describe(context), scores=[s.name for s in m.scores],
                                     flags=dict(m.flags), sample=m.sample) for m in methods},
         scores={s.name: ScoreInfo(method=m.name, description=s.description, higher_is_better=s.higher_is_better,
                                   scale=list(s.scale) if s.scale else None) for m in methods for s in m.scores},
-        parameters=QualityParameters(fields=list(fields), sample_size=sample_size, seed=seed, max_items=max_items),
+        parameters=QualityParameters(fields=fields, sample_size=sample_size, seed=seed, max_items=max_items),
         fields=entries,
         table=[TableRow(dataset=translated.name, **{f: entries[f].similarity.mean for f in fields})],
         versions=environment_versions(),
-        timings={**timer.seconds, "total": round(time.time() - started, 3)},
+        timings=timings,
     )
-    write_report(output_dir, report, flagged, samples, texts)
-    return report
+
+
+def _field_quality(pairs: FieldPairs, results: dict[str, MethodResult], methods: Sequence[QualityMethod],
+                   missing: list[str], empty_sources: int, flags: dict[str, int], flagged_items: int) -> FieldQuality:
+    """Every method's score distributions, flag counts and summary of one field."""
+    scales = {s.name: s.scale for m in methods for s in m.scores}
+    return FieldQuality(
+        pairs=len(pairs), missing=len(missing), empty_sources=empty_sources,
+        flags=dict(sorted(flags.items())), flagged_items=flagged_items,
+        scores={score: distribution([v for v in found.values() if v is not None], scales[score])
+                for r in results.values() for score, found in r.values.items()},
+        methods={name: MethodField(scored=r.scored, missing=r.missing, summary=r.summary) for name, r in results.items()},
+        missing_examples=missing[:10] if missing else None)
 
 
 def _check_unique_scores(methods: Sequence[QualityMethod]) -> None:

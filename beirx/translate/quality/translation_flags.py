@@ -18,6 +18,7 @@ from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContex
 
 class TranslationFlags(QualityMethod):
     name = "translation_flags"
+    default = True
     flags = {
         f"llm_{FALLBACK}": f"the LLM's answers were rejected; the --fallback translator wrote it ({FLAGS_FILE})",
         f"llm_{FLAGGED}": f"the LLM's answers were rejected and it was written flagged ({FLAGS_FILE})",

@@ -1,0 +1,87 @@
+"""The quality report's per-row sidecar, ``rows.jsonl`` beside ``quality.json``: one JSON object a line, one line
+per scored row, fields in the report's order and rows in the dataset's::
+
+    {"field": "queries", "id": "q7", "flags": ["lost_numbers"], "rank": 0.125, "scores": {"similarity": 0.91}}
+
+``scores`` holds every method's per-row scores by score name (``null``: the method tried and got no answer; a
+score absent: the row was outside the method's sample), ``flags`` the reasons every method flagged the row with,
+in method order, and ``rank`` the row's mean percentile rank over its scores, each oriented so that 0 is the
+worst value of the field (``null`` without a score). Per-row data grows with the corpus (8.8M MS MARCO passages
+times several scores), so it is streamed, never loaded whole: readers take the worst rows with a bounded heap
+(:func:`worst`) and pick the rows they need as they pass.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from beirx.atomic import atomic_writer
+from beirx.errors import DataError
+
+FILENAME = "rows.jsonl"
+
+
+def record(field: str, item: str, flags: list[str], rank: float | None, scores: dict[str, float | None]) -> dict:
+    """One line of the sidecar."""
+    return {"field": field, "id": item, "flags": flags, "rank": rank, "scores": scores}
+
+
+def mean_percentile_ranks(values: Mapping[str, Mapping[str, float | None]],
+                          higher_is_better: Mapping[str, bool]) -> dict[str, float]:
+    """``{item id: mean percentile rank}`` over every score in ``values`` (``score -> id -> value``).
+
+    A score's percentile rank (position among the field's values, over ``n - 1``, each score oriented so that
+    0 is its worst value) puts scores of different scales (cosine, chrF, MQM) on one footing, so no method
+    dominates the order by its units; a row missing a score is ranked on the others, a row without any is absent.
+    """
+    ranks: dict[str, list[float]] = {}
+    for score, found in values.items():
+        sign = 1.0 if higher_is_better.get(score, True) else -1.0
+        present = sorted((sign * v, i) for i, v in found.items() if v is not None)
+        for position, (_, item) in enumerate(present):
+            ranks.setdefault(item, []).append(position / max(1, len(present) - 1))
+    return {i: sum(r) / len(r) for i, r in ranks.items()}
+
+
+def badness(row: dict) -> tuple[int, float]:
+    """Sorting by it puts the worst rows first: most flag reasons, then the lowest mean percentile rank."""
+    return -len(row["flags"]), 1.0 if row["rank"] is None else row["rank"]
+
+
+def worst(rows: Iterable[dict], n: int) -> list[dict]:
+    """The ``n`` worst rows (:func:`badness`, ties by field and ID) of those with a flag or a score (even one
+    without an answer), in memory bounded by ``n``."""
+    judged = (row for row in rows if row["flags"] or row["scores"])
+    return heapq.nsmallest(n, judged, key=lambda row: (badness(row), row["field"], row["id"]))
+
+
+def write(path: Path, rows: Iterable[dict]) -> None:
+    """Write ``rows`` to the sidecar ``path`` atomically."""
+    with atomic_writer(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read(path: Path) -> Iterator[dict]:
+    """Stream the sidecar ``path``; a missing file or a malformed line stops with the file and line named."""
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(path, f"cannot read the per-row quality scores ({exc.strerror or exc}); quality.json's "
+                              f"rows are in this file beside it: copy it along, or run beirx quality again") from None
+    with fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                row: Any = json.loads(line)
+            except ValueError as exc:
+                raise DataError(path, f"not valid JSON: {exc}", line=number) from None
+            if not (isinstance(row, dict) and isinstance(row.get("field"), str) and isinstance(row.get("id"), str)
+                    and isinstance(row.get("flags"), list) and isinstance(row.get("scores"), dict)):
+                raise DataError(path, "expected an object with 'field', 'id', 'flags', 'rank' and 'scores'",
+                                line=number)
+            row.setdefault("rank", None)
+            yield row
