@@ -16,7 +16,8 @@ not about one unit's text (the server down or timing out after its retries, a dr
 that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
 stays pending and a rerun sends it.
 
-A backend provides ``generate(request) -> Reply`` (a coroutine) and the event loop it runs on.
+A backend only chooses where the answers come from: its constructor sets ``self.llm``
+(:class:`beirx.models.llm.LLM`, a server's client or a causal LM in this process).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import concurrent.futures
 import logging
 import re
 import threading
-from abc import abstractmethod
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,7 @@ from typing import Any
 
 from beirx.argtypes import checked, non_negative_float, non_negative_int, option
 from beirx.errors import BeirxError
-from beirx.models.llm import CHAT, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
+from beirx.models.llm import CHAT, LLM, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -145,17 +145,18 @@ class LLMTranslator(Translator):
                 "glossary": self.glossary.describe() if self.glossary else None,
                 "prompt_source": self.prompts.file.source}
 
-    # -- the backend ---------------------------------------------------------------------------------------
-    @abstractmethod
-    async def generate(self, request: Request) -> Reply:
-        """The answer to ``request``."""
-
-    @abstractmethod
-    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` on the backend's event loop."""
-
+    # -- the LLM -------------------------------------------------------------------------------------------
+    #: Where answers come from (:class:`beirx.models.llm.LLM`: a server or a model in this process); set by
+    #: the backend's constructor.
+    llm: LLM
     #: Units the streaming executor keeps in flight (:class:`beirx.translate.executors.StreamingExecutor`).
     units_in_flight: int = 16
+
+    async def generate(self, request: Request) -> Reply:
+        return await self.llm.acall(request)
+
+    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        return self.llm.schedule(coroutine)
 
     # -- translating ----------------------------------------------------------------------------------------
     def submit_unit(self, segment: str) -> concurrent.futures.Future:
@@ -285,6 +286,7 @@ class LLMTranslator(Translator):
         return "\n".join(out)
 
     def close(self) -> None:
+        self.llm.close()
         with self._fallback_lock:
             if self._fallback is not None:
                 self._fallback.close()
