@@ -89,9 +89,6 @@ class LLMClient:
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
         self.endpoint = endpoint
         self.meter = meter if meter is not None else UsageMeter()
-        self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
-        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
-                                  max_delay=endpoint.max_backoff)
         self._limiter: asyncio.Semaphore | None = None
         self._sleep = sleep or asyncio.sleep
         self._key = ""
@@ -100,6 +97,18 @@ class LLMClient:
         self._fatal: Callable[[], LLMError] | None = None  # after a 401/403 or a malformed answer: every later
         # request fails at once with the same error (nothing more is sent)
         self._start_lock = threading.Lock()
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    @endpoint.setter
+    def endpoint(self, endpoint: Endpoint) -> None:
+        """The server and its limits (set before the first request: the breaker and retry policy follow it)."""
+        self._endpoint = endpoint
+        self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
+        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
+                                  max_delay=endpoint.max_backoff)
 
     # -- entry points ------------------------------------------------------------------------------------
     def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
