@@ -73,7 +73,7 @@ def client_run(requests: list, url: str, concurrency: int) -> float:
 
     before = cpu_seconds()
     with LLMClient(Endpoint.resolve("fake-llm", url, concurrency=concurrency)) as llm:
-        llm.generate(requests)
+        llm.call_many(requests)
     return cpu_seconds() - before
 
 

@@ -68,12 +68,6 @@ class LocalLLM:
     def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         return self._loop.submit(coroutine)
 
-    def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
-        return self.schedule(self.acall(request))
-
-    def call(self, request: Request) -> Reply:
-        return self.submit(request).result()
-
     def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
         async def gather():
             return await asyncio.gather(*(self.acall(r) for r in requests), return_exceptions=return_exceptions)
@@ -82,7 +76,7 @@ class LocalLLM:
 
     async def acall(self, request: Request) -> Reply:
         if not self._loop.here():
-            return await asyncio.wrap_future(self.submit(request))
+            return await asyncio.wrap_future(self.schedule(self.acall(request)))
         reserved = self.meter.reserve(request.worst_case())
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((request, future))
@@ -120,12 +114,6 @@ class LocalLLM:
     def close(self) -> None:
         self._loop.stop()
         self._waiting, self._drainer = [], None  # a later call starts a new loop
-
-    def __enter__(self) -> LocalLLM:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _sampling(request: Request) -> tuple[float, int | None]:

@@ -17,31 +17,27 @@ BACKENDS = ("openai", "transformers")
 
 
 class LLM(Protocol):
-    backend: str  # "openai" (a server) or "transformers" (in process)
-    meter: UsageMeter
+    """``backend``: "openai" (a server) or "transformers" (in process); ``location``: where answers come from,
+    for cache keys (the server's address, or the local model's revision); ``meter``: usage and spending cap.
+    ``acall`` from any event loop (cheapest from the LLM's own: ``schedule`` a coroutine driving many requests
+    there); ``call_many`` from synchronous code, answers in order (errors in place with ``return_exceptions``)."""
+
+    backend: str
     model: str
+    meter: UsageMeter
 
     @property
-    def location(self) -> str:
-        """Where answers come from, for cache keys: the server's address, or the local model's revision."""
+    def location(self) -> str: ...
 
-    def describe(self) -> dict[str, Any]:
-        """What the results record about the model and where it ran (never a key)."""
+    def describe(self) -> dict[str, Any]: ...
 
-    async def acall(self, request: Request) -> Reply:
-        """The answer to ``request`` (awaited from any event loop; cheapest from the LLM's own, see :meth:`schedule`)."""
+    async def acall(self, request: Request) -> Reply: ...
 
-    def call(self, request: Request) -> Reply:
-        """The answer to ``request``, from synchronous code."""
+    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]: ...
 
-    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
-        """The answers to ``requests`` asked concurrently, in order (errors in place with ``return_exceptions``)."""
+    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future: ...
 
-    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` (code driving many requests) on the LLM's event loop."""
-
-    def close(self) -> None:
-        """Release connections, threads (idempotent)."""
+    def close(self) -> None: ...
 
 
 def backend_for(backend: str | None, base_url: str | None, what: str) -> str:

@@ -27,7 +27,6 @@ import concurrent.futures
 import logging
 import re
 import threading
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -138,22 +137,16 @@ class LLMTranslator(Translator):
     #: Units the streaming executor keeps in flight (:class:`beirx.translate.executors.StreamingExecutor`).
     units_in_flight: int = 16
 
-    async def generate(self, request: Request) -> Reply:
-        return await self.llm.acall(request)
-
-    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        return self.llm.schedule(coroutine)
-
     # -- translating ----------------------------------------------------------------------------------------
     def submit_unit(self, segment: str) -> concurrent.futures.Future:
         """Translate one segment (a marked unit) in the background; the future holds its :class:`Checked`."""
-        return self._schedule(self.translate_unit(segment))
+        return self.llm.schedule(self.translate_unit(segment))
 
     def translate_batch(self, segments: list[str]) -> list[str]:
         async def batch():
             return await asyncio.gather(*(self.translate_unit(s) for s in segments))
 
-        return self._schedule(batch()).result()
+        return self.llm.schedule(batch()).result()
 
     async def translate_unit(self, segment: str) -> Checked:
         kind, text = unmark(segment)
@@ -164,7 +157,7 @@ class LLMTranslator(Translator):
 
     async def _ask(self, request: Request) -> Reply | str:
         try:
-            return await self.generate(request)
+            return await self.llm.acall(request)
         except LLMRequestError as exc:
             if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
                 raise
