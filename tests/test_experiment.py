@@ -14,7 +14,7 @@ from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 from beirx.evaluate.fusion import fuse
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.rerankers import RERANKERS
-from beirx.evaluate.rerankers.base import Reranker
+from beirx.evaluate.rerankers.base import PairwiseReranker as Reranker
 from beirx.evaluate.runs import read_trec, truncate, write_trec
 from tests.conftest import write_beir
 

@@ -453,6 +453,36 @@ def test_batch_mode_validates_on_ingest_and_resumes_the_batch_in_flight_after_a_
     assert manifest.llm["this_run"]["requests"] == 11 and live.llm["this_run"]["requests"] == 10
 
 
+def test_batch_mode_splits_a_truncated_unit_as_a_live_run_does(fake_llm_factory, source, tmp_path):
+    """A unit cut at max_tokens goes into the next round as its two halves (the one unit engine of the live path),
+    never whole again with more tokens: a Batch run writes what a live run writes, byte for byte."""
+    from beirx.cli import main
+
+    plan = {"Whales are the largest": ["length"]}  # every new text holding it is cut once, then answered
+    batch_server, live_server = fake_llm_factory(), fake_llm_factory()
+    batch_server.faults = live_server.faults = on_source(plan)
+    batch_server.batch_polls = 1
+    assert main(["-q", "translate", "--dataset", str(source.root), "--lang", "es", "--translator", "openai",
+                 "--model", batch_server.model, "--base-url", batch_server.url, "--batch", "--batch-poll", "0.01",
+                 "--no-quality", "--no-progress", "--output", str(tmp_path / "out"),
+                 "--memory", str(tmp_path / "tm.sqlite")]) == 0
+    whale = [c for c in batch_server.calls if "Whales" in c.source or "krill" in c.source]
+    assert [(c.source, c.attempt) for c in whale] == [
+        ("Whales\nWhales are the largest animals in the ocean.\nThey eat krill.", 1),  # round 1: cut
+        ("Whales", 1), ("Whales are the largest animals in the ocean.\nThey eat krill.", 1),  # round 2: halves, cut
+        ("Whales are the largest animals in the ocean.", 1), ("They eat krill.", 1),  # round 3: cut (one sentence)
+        ("Whales are the largest animals in the ocean.", 2)]  # round 4: twice the max_tokens, answered
+    assert whale[5].body["max_tokens"] == 2 * whale[3].body["max_tokens"]
+    assert len(batch_server._batches) == 4
+    with translator(live_server) as tr:
+        live = run(source, tmp_path / "live", tr)
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "live" / name).read_bytes()
+    batch = TranslationManifest.load(tmp_path / "out" / "translation.json").llm["this_run"]
+    assert batch["units"] == live.llm["this_run"]["units"] and batch["reasons"] == live.llm["this_run"]["reasons"]
+    assert batch["reasons"]["resplit"] == 1 and batch["requests"] == live.llm["this_run"]["requests"]
+
+
 def test_quality_report_lists_the_records_the_llm_did_not_translate_cleanly(fake_llm, source, tmp_path, e5_small):
     from beirx.artifacts.quality import QualityReport
     from beirx.translate.quality import run_quality

@@ -68,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rerank.add_argument("--first-stage", default=None,
                         help="what the rerankers rerank: a TREC run file, or one of the first-stage systems "
                              "(bm25, dense, or a --fusion method); default: each of them")
+    for add_flags in dict.fromkeys(f for name in RERANKERS.names() for f in RERANKERS.get(name).shared_flags):
+        add_flags(rerank)
     for name in RERANKERS.names():
         RERANKERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--reranker {name})"))
     parser.add_argument("--no-index-cache", action="store_true",

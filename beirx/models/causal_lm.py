@@ -20,7 +20,8 @@ from typing import Any
 
 from beirx.errors import require
 from beirx.models.files import ModelFiles
-from beirx.models.llm import CHAT, Reply, Request, Usage
+from beirx.models.llm.calls import CHAT, Reply, Request
+from beirx.models.llm.usage import Usage
 from beirx.models.loaded import cached
 
 

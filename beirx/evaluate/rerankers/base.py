@@ -1,9 +1,11 @@
-"""The reranker interface: rescore the first-stage candidates of each query.
+"""The reranker interfaces: rescore the first-stage candidates of each query.
 
-:meth:`Reranker.rerank` gathers the (query, document) pairs of *all* queries, so a subclass batches
-across queries (and by length, which is where the speed is). Scores go through an on-disk pair cache
-(:mod:`beirx.evaluate.rerankers.score_cache`), committed chunk by chunk: a killed rerank resumes where
-it stopped, and a rerun (another depth, another first stage, another metric) recomputes only new pairs.
+:class:`Reranker` takes each query's candidate *list* (a listwise LLM ranks a window of candidates at once);
+:class:`PairwiseReranker` scores each (query, document) pair on its own and gathers the pairs of *all*
+queries, so a subclass batches across queries (and by length, which is where the speed is). Pair scores go
+through an on-disk pair cache (:mod:`beirx.evaluate.rerankers.score_cache`), committed chunk by chunk: a
+killed rerank resumes where it stopped, and a rerun (another depth, another first stage, another metric)
+recomputes only new pairs.
 """
 
 from __future__ import annotations
@@ -25,27 +27,34 @@ log = logging.getLogger(__name__)
 
 Pair = tuple[Query, Doc]
 
-# describe() keys that do not change a score, so they stay out of the cache identity.
-_NOT_SCORE_DEFINING = ("batch_size", "sort_by_length", "device", "usage")
-
 
 class Reranker(ABC):
-    """Scores (query, document) pairs; :meth:`rerank` reorders only the given candidates, never adds any.
-
-    Subclasses implement :meth:`describe` and :meth:`score_pairs`; caching, chunking, progress and the
-    truncation report live here.
-    """
+    """Reorders each query's candidates (:meth:`rerank`), never adds any. Subclasses implement
+    :meth:`describe`, :meth:`rerank` and :meth:`score`."""
 
     name: ClassVar[str]
+    #: :meth:`describe` keys that do not change a score, so they stay out of the cache identity.
+    not_score_defining: ClassVar[tuple[str, ...]] = ("batch_size", "sort_by_length", "device")
 
     @classmethod
     def add_arguments(cls, group) -> None:
         """Add this reranker's own ``beirx eval`` flags to ``group`` (the model, depth and device are common)."""
 
+    #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
+    shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
         """Constructor parameters from parsed flags (device included); defaults left out."""
         return {"device": args.device} if getattr(args, "device", None) else {}
+
+    @classmethod
+    def default(cls, param: str) -> Any:
+        """The constructor's default of ``param``: the one place a reranker's defaults are written (its flags
+        default to None and their help quotes this)."""
+        import inspect
+
+        return inspect.signature(cls.__init__).parameters[param].default
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:
@@ -59,15 +68,10 @@ class Reranker(ABC):
     def device_name(self) -> str | None:
         return None if self.device is None else str(self.device)
 
-    chunk_size: ClassVar[int] = 2048
-    """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
-
     def __init__(self, *, lang: str = "en", show_progress: bool = True, use_cache: bool = True):
         self.lang = lang
         self.show_progress = show_progress
         self.use_cache = use_cache
-        self.truncated: Counter[str] = Counter()
-        """Subclasses count truncations here (e.g. ``truncated["documents"] += 1``); logged after each call."""
         self._cache = None
 
     @abstractmethod
@@ -75,25 +79,19 @@ class Reranker(ABC):
         """Model, revision and scoring parameters, for results files and cache keys."""
 
     @abstractmethod
-    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
-        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
-
-    # -- public API ------------------------------------------------------------------------------
     def score(self, query: Query, docs: list[Doc]) -> list[float]:
         """One relevance score per document, in the given order."""
-        return self._scores([(query, doc) for doc in docs])
 
-    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run, depth: int = RERANK_DEPTH) -> Run:
+    @abstractmethod
+    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
+               depth: int = RERANK_DEPTH) -> Run:
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
 
         Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
-        are the first stage's own, so reranking can only reorder a query's candidates. ``corpus`` is any
-        mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading documents from disk.
+        are the first stage's own (:meth:`candidates`), so reranking can only reorder a query's candidates.
+        ``corpus`` is any mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading
+        documents from disk.
         """
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
-        scores = iter(self._scores(pairs))
-        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
 
     @staticmethod
     def candidates(queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
@@ -113,7 +111,43 @@ class Reranker(ABC):
 
     def cache_identity(self) -> dict[str, Any]:
         """:meth:`describe` without the settings that cannot change a score (batch size, device...)."""
-        return {k: v for k, v in self.describe().items() if k not in _NOT_SCORE_DEFINING}
+        return {k: v for k, v in self.describe().items() if k not in self.not_score_defining}
+
+    def _open_cache(self):
+        if not self.use_cache:
+            return None
+        if self._cache is None:
+            from beirx.evaluate.rerankers.score_cache import PairScoreCache
+
+            self._cache = PairScoreCache.for_reranker(self.name, self.cache_identity())
+        return self._cache
+
+
+class PairwiseReranker(Reranker):
+    """Scores (query, document) pairs one by one. Subclasses implement :meth:`describe` and
+    :meth:`score_pairs`; caching, chunking, progress and the truncation report live here."""
+
+    chunk_size: ClassVar[int] = 2048
+    """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
+
+    def __init__(self, *, lang: str = "en", show_progress: bool = True, use_cache: bool = True):
+        super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
+        self.truncated: Counter[str] = Counter()
+        """Subclasses count truncations here (e.g. ``truncated["documents"] += 1``); logged after each call."""
+
+    @abstractmethod
+    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
+        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
+
+    def score(self, query: Query, docs: list[Doc]) -> list[float]:
+        return self._scores([(query, doc) for doc in docs])
+
+    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
+               depth: int = RERANK_DEPTH) -> Run:
+        candidates = self.candidates(queries, corpus, first_stage, depth)
+        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
+        scores = iter(self._scores(pairs))
+        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
 
     # -- scoring with cache ----------------------------------------------------------------------
     def _scores(self, pairs: list[Pair]) -> list[float]:
@@ -147,12 +181,3 @@ class Reranker(ABC):
                      self.name, count, len(todo), what)
         log.info("%s: scored %d pairs (%d from cache)", self.name, len(todo), len(unique) - len(todo))
         return [known[k] for k in keys]
-
-    def _open_cache(self):
-        if not self.use_cache:
-            return None
-        if self._cache is None:
-            from beirx.evaluate.rerankers.score_cache import PairScoreCache
-
-            self._cache = PairScoreCache.for_reranker(self.name, self.cache_identity())
-        return self._cache

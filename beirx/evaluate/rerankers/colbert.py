@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.colbert_checkpoint import read_checkpoint
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
@@ -41,7 +41,7 @@ from beirx.models.files import resolve_model
 log = logging.getLogger(__name__)
 
 
-class ColbertReranker(Reranker):
+class ColbertReranker(PairwiseReranker):
     name = "colbert"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,

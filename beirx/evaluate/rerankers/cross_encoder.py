@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
 from beirx.models import loaded
@@ -29,7 +29,7 @@ from beirx.models.files import resolve_model
 log = logging.getLogger(__name__)
 
 
-class CrossEncoderReranker(Reranker):
+class CrossEncoderReranker(PairwiseReranker):
     name = "cross-encoder"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,

@@ -10,15 +10,14 @@ never break a window (missing ones keep their original order) and are counted. A
 (e.g. HTTP 400, over its context) keeps its input order and is counted (``refused_windows``); any other
 failure (the server down, a bad key) stops the rerank, keeping the chunks of queries already cached.
 
-Where the LLM runs:
-
-- ``base_url`` (or ``backend="openai"`` with ``$OPENAI_BASE_URL``): any OpenAI-compatible server (vLLM,
-  llama.cpp, Ollama, a hosted API) through beirx's shared client (:mod:`beirx.models.llm`: bounded
-  concurrency, retries, circuit breaker, token usage, cost and ``max_cost``); ``model`` is the served name;
-- otherwise a causal LM in this process (:mod:`beirx.models.causal_lm`, greedy, its chat template).
+Where the LLM runs (:func:`beirx.models.llm.connect`, the same code either way): ``base_url`` (or
+``backend="openai"`` with ``$OPENAI_BASE_URL``) is any OpenAI-compatible server (vLLM, llama.cpp, Ollama, a
+hosted API; bounded concurrency, retries, circuit breaker), ``model`` its served name; otherwise a causal LM
+in this process (:class:`beirx.models.llm.LocalLLM`, greedy, its chat template). Token usage, cost and
+``max_cost`` are metered the same way for both.
 
 Windows of different queries are independent: the k-th window of every query in a chunk of queries is
-sent together (concurrently to a server, as one batch to a local model). Final scores are ``n - rank``
+sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are ``n - rank``
 (n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list, document):
 a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
 ``max_passage_words`` words (RankGPT cuts them too, so 20 fit one context). Token usage, cost, the
@@ -30,26 +29,24 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from beirx.argtypes import non_negative_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Reranker
 from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_prompts
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
-from beirx.models.llm import Endpoint, LLMClient, LLMRequestError, Prices, Request, UsageMeter
+from beirx.models.llm import LLM, Endpoint, LLMRequestError, Prices, Request, UsageMeter, connect
+from beirx.models.llm.protocol import backend_for
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
-
-BACKENDS = ("openai", "transformers")
 
 
 def windows(size: int, window: int, step: int) -> list[tuple[int, int]]:
@@ -79,80 +76,77 @@ class _Ranking:
 
 class LLMListwiseReranker(Reranker):
     name = "llm-listwise"
+    shared_flags = (add_prompt_argument,)
+    not_score_defining = (*Reranker.not_score_defining, "usage")
+    #: ``beirx eval`` flags: constructor parameter -> (flag, type, help); their defaults are the constructor's.
+    FLAGS = {"base_url": ("--llm-base-url", str, "an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1); "
+                                                 "--reranker-model is its model name. Default: the model runs in "
+                                                 "this process (transformers)"),
+             "window": ("--llm-window", positive_int, "passages per window"),
+             "step": ("--llm-step", positive_int, "window step"),
+             "passage_words": ("--llm-passage-words", positive_int, "words kept of each passage"),
+             "concurrency": ("--llm-concurrency", positive_int, "requests in flight to the server"),
+             "price_input": ("--llm-price-input", non_negative_float, "USD per million prompt tokens, for the cost "
+                                                                      "reported"),
+             "price_output": ("--llm-price-output", non_negative_float, "USD per million generated tokens"),
+             "max_cost": ("--llm-max-cost", non_negative_float, "stop before the reported cost could exceed this "
+                                                                "many USD")}
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        add_prompt_argument(group)
-        group.add_argument("--llm-base-url", help="llm-listwise: an OpenAI-compatible server (e.g. "
-                                                  "http://127.0.0.1:8080/v1); --reranker-model is its model name. "
-                                                  "Default: the model runs in this process (transformers)")
-        group.add_argument("--llm-window", type=positive_int, default=20, help="passages per window (default 20)")
-        group.add_argument("--llm-step", type=positive_int, default=10, help="window step (default 10)")
-        group.add_argument("--llm-passage-words", type=positive_int, default=100,
-                           help="words kept of each passage (default 100)")
-        group.add_argument("--llm-concurrency", type=positive_int, default=8,
-                           help="requests in flight to the server (default 8)")
-        group.add_argument("--llm-price-input", type=non_negative_float, default=0.0,
-                           help="USD per million prompt tokens, for the cost reported (default 0)")
-        group.add_argument("--llm-price-output", type=non_negative_float, default=0.0,
-                           help="USD per million generated tokens (default 0)")
-        group.add_argument("--llm-max-cost", type=non_negative_float, default=None,
-                           help="stop before the reported cost could exceed this many USD")
+        for param, (flag, kind, text) in cls.FLAGS.items():
+            default = cls.default(param)
+            group.add_argument(flag, type=kind, default=None,
+                               help=f"llm-listwise: {text}" + (f" (default {default})" if default is not None else ""))
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
         params = super().params_from_args(args)
-        chosen = {"prompt_file": getattr(args, "llm_prompt_file", None), "base_url": getattr(args, "llm_base_url", None),
-                  "max_cost": getattr(args, "llm_max_cost", None)}
-        params.update({k: str(v) if isinstance(v, Path) else v for k, v in chosen.items() if v is not None})
-        defaults = {"window": ("llm_window", 20), "step": ("llm_step", 10), "passage_words": ("llm_passage_words", 100),
-                    "concurrency": ("llm_concurrency", 8), "price_input": ("llm_price_input", 0.0),
-                    "price_output": ("llm_price_output", 0.0)}
-        for param, (flag, default) in defaults.items():
-            if getattr(args, flag, default) != default:
-                params[param] = getattr(args, flag)
+        if getattr(args, "llm_prompt_file", None):
+            params["prompt_file"] = str(args.llm_prompt_file)
+        for param, (flag, _, _) in cls.FLAGS.items():
+            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != cls.default(param):
+                params[param] = value
         return params
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:
-        return _backend(params.get("backend"), params.get("base_url")) == "transformers"
+        return backend_for(params.get("backend"), params.get("base_url"), cls.name) == "transformers"
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  window: int = 20, step: int = 10, passage_words: int = 100, max_tokens: int | None = None,
                  concurrency: int = 8, timeout: float = 300.0, price_input: float = 0.0, price_output: float = 0.0,
                  max_cost: float | None = None, prompt_file: str | None = None, batch_size: int = 4,
                  device: str | None = None, revision: str | None = None, chunk_queries: int = 32,
-                 show_progress: bool = True, use_cache: bool = True):
+                 show_progress: bool = True, use_cache: bool = True, llm: LLM | None = None):
         super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
         if not 1 <= step <= window:
             raise BeirxError(f"the window step must be between 1 and the window ({window}), got {step}")
         self.window, self.step, self.passage_words = int(window), int(step), int(passage_words)
         self.max_tokens = int(max_tokens or 8 * self.window + 16)  # "[12] > " is about 5 tokens
         self.prices, self.max_cost = Prices(float(price_input), float(price_output)), max_cost
-        self.batch_size, self.chunk_queries = int(batch_size), int(chunk_queries)
+        self.chunk_queries = int(chunk_queries)
         self.prompts = load_prompts(prompt_file)
         self.language = get_pack(lang)
-        self.backend = _backend(backend, base_url)
-        if self.backend == "openai":
-            self.endpoint = Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout))
-            self.files = None
-        else:
-            from beirx.models.causal_lm import causal_lm
-            from beirx.models.device import choose_device
-            from beirx.models.files import resolve_model
-
-            self.endpoint = None
-            self.files = resolve_model(model, revision)
-            self.device = choose_device(device)
-            self.tokenizer, self.model = causal_lm(self.files, self.device)
+        self.llm = llm if llm is not None else connect(
+            model, backend=backend, base_url=base_url, concurrency=concurrency, timeout=timeout, device=device,
+            batch_size=batch_size, revision=revision, what=self.name)
+        if self.llm.backend == "transformers":
+            self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None
 
+    @property
+    def endpoint(self) -> Endpoint | None:
+        """The server and its limits (None for a model in this process)."""
+        return getattr(self.llm, "endpoint", None)
+
+    @endpoint.setter
+    def endpoint(self, endpoint: Endpoint) -> None:
+        self.llm.endpoint = endpoint
+
     def describe(self) -> dict[str, Any]:
-        where = ({**self.endpoint.describe(), "backend": "openai"} if self.endpoint is not None else
-                 {"model": self.files.name, "revision": self.files.revision, "backend": "transformers",
-                  "dtype": str(self.model.dtype).removeprefix("torch."), "device": self.device,
-                  "batch_size": self.batch_size})
-        return {"reranker": self.name, **where, **self.prompts.describe(), "language": self.language.code,
+        return {"reranker": self.name, **self.llm.describe(), **self.prompts.describe(), "language": self.language.code,
                 "method": "RankGPT sliding window (bottom to top)", "window": self.window, "step": self.step,
                 "passage_words": self.passage_words, "max_tokens": self.max_tokens, "temperature": 0.0,
                 "score": "n - rank after the final window", "usage": self.last_usage}
@@ -183,17 +177,6 @@ class LLMListwiseReranker(Reranker):
         ranked = self._rank_lists({query.id: query}, {query.id: docs})[query.id]
         return [ranked[d.id] for d in docs]
 
-    def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
-        """Each query's pairs (in the given order) ranked as one candidate list; ``n - rank`` per pair."""
-        lists: dict[str, list[Doc]] = {}
-        queries: dict[str, Query] = {}
-        for query, doc in pairs:
-            queries[query.id] = query
-            lists.setdefault(query.id, []).append(doc)
-        ranked = self._rank_lists(queries, lists)
-        progress(len(pairs))
-        return [ranked[q.id][d.id] for q, d in pairs]
-
     def _rank_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> Run:
         """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
         cache = self._open_cache()
@@ -207,14 +190,14 @@ class LLMListwiseReranker(Reranker):
             else:
                 todo.append(qid)
         stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
-        client = LLMClient(self.endpoint, meter=meter) if self.endpoint is not None else None
+        self.llm.meter = meter  # this call's usage and spending cap
         try:
             with progress(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
                           enabled=self.show_progress) as bar:
                 for start in range(0, len(todo), self.chunk_queries):
                     chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step))
                              for q in todo[start:start + self.chunk_queries]]
-                    waited += self._run_windows(chunk, client, meter, stats)
+                    waited += self._run_windows(chunk, stats)
                     scores = {}
                     for ranking in chunk:
                         n = len(ranking.docs)
@@ -226,8 +209,7 @@ class LLMListwiseReranker(Reranker):
                     if cache is not None:
                         cache.put(scores)  # one transaction per chunk: a killed run keeps finished chunks
         finally:
-            if client is not None:
-                client.close()
+            self.llm.close()
         self.last_usage = {**stats.as_dict(), **meter.snapshot(), "llm_seconds": round(waited, 3),
                            "queries_ranked": len(todo), "queries_from_cache": len(lists) - len(todo)}
         if todo:
@@ -237,8 +219,7 @@ class LLMListwiseReranker(Reranker):
                      stats.unknown_ids, meter.usage.prompt_tokens, meter.usage.completion_tokens, meter.spent, waited)
         return {qid: run[qid] for qid in lists}
 
-    def _run_windows(self, chunk: list[_Ranking], client: LLMClient | None, meter: UsageMeter,
-                     stats: PermutationStats) -> float:
+    def _run_windows(self, chunk: list[_Ranking], stats: PermutationStats) -> float:
         """Apply every window of every query in ``chunk``; returns the seconds spent waiting for answers."""
         waited = 0.0
         for round_ in range(max((len(r.spans) for r in chunk), default=0)):
@@ -248,8 +229,7 @@ class LLMListwiseReranker(Reranker):
                 start, end = ranking.spans[round_]
                 requests.append(self.request(ranking.query, [ranking.docs[p] for p in ranking.order[start:end]]))
             began = time.perf_counter()
-            replies = client.call_many(requests, return_exceptions=True) if client is not None \
-                else self._generate(requests, meter)
+            replies = self.llm.call_many(requests, return_exceptions=True)
             waited += time.perf_counter() - began
             for error in (r for r in replies if isinstance(r, BaseException) and not _refused(r)):
                 raise error  # the server down, timing out, answering nonsense: finished chunks are cached
@@ -265,29 +245,11 @@ class LLMListwiseReranker(Reranker):
                 ranking.order[start:end] = [window[p] for p in permutation.order]
         return waited
 
-    def _generate(self, requests: list[Request], meter: UsageMeter):
-        from beirx.models.causal_lm import generate
-
-        replies = []
-        for start in range(0, len(requests), self.batch_size):
-            batch = generate(self.tokenizer, self.model, requests[start:start + self.batch_size], self.device)
-            for reply in batch:
-                meter.add(reply.usage)
-            replies += batch
-        return replies
-
 
 def _refused(error: BaseException) -> bool:
     """Whether the server refused this one window (e.g. 400: over its context), not every request (a bad key
     or model name) and not for a transport reason: the window then keeps its input order."""
     return isinstance(error, LLMRequestError) and error.status not in (401, 403, 404)
-
-
-def _backend(backend: str | None, base_url: str | None) -> str:
-    chosen = backend or ("openai" if base_url else "transformers")
-    if chosen not in BACKENDS:
-        raise BeirxError(f"llm-listwise backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
-    return chosen
 
 
 def _list_keys(query: Query, docs: list[Doc]) -> list[bytes]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from beirx.argtypes import positive_int
 from beirx.errors import BeirxError
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches, torch_module
 from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_prompts
 from beirx.language_packs import get_pack
@@ -41,27 +41,28 @@ SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the 
           "yes-no": "log P(yes) - log(P(yes) + P(no)): log-softmax over the yes and no tokens (monoT5-style)"}
 
 
-class LLMPointwiseReranker(Reranker):
+class LLMPointwiseReranker(PairwiseReranker):
     name = "llm-pointwise"
+    shared_flags = (add_prompt_argument,)
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        add_prompt_argument(group)
-        group.add_argument("--llm-max-length", type=positive_int, default=1024,
-                           help="llm-pointwise: tokens per prompt; longer documents are cut (default 1024)")
-        group.add_argument("--llm-score", choices=tuple(SCORES), default="yes",
-                           help="llm-pointwise: log P(yes) over the vocabulary (yes, the default), or normalised "
-                                "over the yes and no tokens (yes-no, as monoT5)")
+        group.add_argument("--llm-max-length", type=positive_int, default=None,
+                           help=f"llm-pointwise: tokens per prompt; longer documents are cut (default "
+                                f"{cls.default('max_length')})")
+        group.add_argument("--llm-score", choices=tuple(SCORES), default=None,
+                           help=f"llm-pointwise: log P(yes) over the vocabulary (yes), or normalised over the yes and "
+                                f"no tokens (yes-no, as monoT5); default {cls.default('score')}")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
         params = super().params_from_args(args)
         if getattr(args, "llm_prompt_file", None):
             params["prompt_file"] = str(args.llm_prompt_file)
-        if getattr(args, "llm_max_length", 1024) != 1024:
-            params["max_length"] = args.llm_max_length
-        if getattr(args, "llm_score", "yes") != "yes":
-            params["score"] = args.llm_score
+        for param, flag in (("max_length", "llm_max_length"), ("score", "llm_score")):
+            value = getattr(args, flag, None)
+            if value is not None and value != cls.default(param):
+                params[param] = value
         return params
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 8, max_length: int = 1024,

@@ -3,7 +3,6 @@ over it (:class:`beirx.models.llm.PromptFile`: version and SHA-256 recorded, par
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from beirx.models.llm import PromptFile
@@ -14,10 +13,7 @@ def load_prompts(override: Path | str | None = None) -> PromptFile:
 
 
 def add_prompt_argument(group) -> None:
-    """``--llm-prompt-file``, one flag for both LLM rerankers (whichever adds its flags first declares it)."""
-    try:
-        group.add_argument("--llm-prompt-file", type=Path,
-                           help="TOML file overriding the LLM rerankers' prompts (only the keys it changes; see "
-                                "beirx/evaluate/rerankers/llm_prompts.toml)")
-    except argparse.ArgumentError:  # the other LLM reranker declared it already
-        pass
+    """``--llm-prompt-file``, one flag for both LLM rerankers (their ``shared_flags``: declared once)."""
+    group.add_argument("--llm-prompt-file", type=Path,
+                       help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the "
+                            "keys it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
                                                 torch_module)
 from beirx.models import loaded
@@ -38,7 +38,7 @@ TEMPLATE = "Query: {query} Document: {document} Relevant:"
 _MAX_CUTS = 5
 
 
-class MonoT5Reranker(Reranker):
+class MonoT5Reranker(PairwiseReranker):
     name = "monot5"
 
     @classmethod

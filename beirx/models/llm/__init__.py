@@ -1,4 +1,6 @@
-"""The OpenAI-compatible LLM client every stage shares (translation, LLM judges, listwise rerankers).
+"""The LLM layer every stage shares (translation, the LLM judge, the listwise reranker): one :class:`LLM`
+interface, served by an OpenAI-compatible server (:class:`LLMClient`) or run in this process
+(:class:`LocalLLM`, a transformers causal LM); :func:`connect` picks one.
 
 Any server that speaks OpenAI's chat-completions or completions API works: vLLM, llama.cpp's
 ``llama-server``/``llama_cpp.server``, Ollama (``http://localhost:11434/v1``), TGI, hosted APIs. Importing
@@ -19,12 +21,14 @@ Public API::
     reply.text, reply.finish_reason, reply.refusal, reply.usage.prompt_tokens, reply.attempts
     meter.snapshot()   # requests, retries, tokens, transient failures by kind, cost_usd, prices
 
+    llm = connect("path/to/causal-lm", meter=meter)            # no base_url: in process, the same calls
+
 Errors (all :class:`~beirx.errors.BeirxError`, all :class:`LLMError`): :class:`LLMRequestError` (the server
 refused a request: ``.status``), :class:`LLMAnswerError` (a 200 that is not a completion),
 :class:`TransportError` (no answer in all attempts: the caller leaves the work for a rerun),
 :class:`EndpointDown` (a TransportError: circuit breaker open, stop the run), :class:`BudgetExceeded` (the next request could break ``max_cost``; nothing over it is sent).
 
-Modules: :mod:`.endpoint` (base URL, model, limits; the key only from ``OPENAI_API_KEY``, never recorded),
+Modules: :mod:`.protocol` (:class:`LLM`, :func:`connect`), :mod:`.local` (:class:`LocalLLM`), :mod:`.endpoint` (base URL, model, limits; the key only from ``OPENAI_API_KEY``, never recorded),
 :mod:`.client` (concurrency, retries honouring ``Retry-After``, timeouts, breaker), :mod:`.calls`
 (:class:`Request`/:class:`Reply`, also the lines of an OpenAI Batch file), :mod:`.usage` (tokens, prices,
 spending cap), :mod:`.breaker`, :mod:`.tokens` (token estimates: a local tokenizer or characters/4),
@@ -36,10 +40,12 @@ from beirx.models.llm.calls import CHAT, COMPLETIONS, Reply, Request
 from beirx.models.llm.client import (EndpointDown, LLMAnswerError, LLMClient, LLMError, LLMRequestError,
                                      TransportError)
 from beirx.models.llm.endpoint import Endpoint
+from beirx.models.llm.local import LocalLLM
+from beirx.models.llm.protocol import LLM, connect
 from beirx.models.llm.templates import PromptFile, fill
 from beirx.models.llm.tokens import TokenCounter, approx_tokens
 from beirx.models.llm.usage import BudgetExceeded, Prices, Usage, UsageMeter
 
-__all__ = ["CHAT", "COMPLETIONS", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMAnswerError", "LLMClient",
-           "LLMError", "LLMRequestError", "TransportError", "Prices", "PromptFile", "Reply", "Request", "TokenCounter", "Usage", "UsageMeter",
-           "approx_tokens", "fill"]
+__all__ = ["CHAT", "COMPLETIONS", "LLM", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMAnswerError", "LLMClient",
+           "LLMError", "LLMRequestError", "LocalLLM", "TransportError", "Prices", "PromptFile", "Reply", "Request",
+           "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "connect", "fill"]

@@ -1,5 +1,5 @@
-"""What is sent to an OpenAI-compatible server and what comes back, independent of how it travels (a live
-request through the client, or a line of an OpenAI Batch file)."""
+"""What is asked of an LLM and what comes back, independent of how it travels (a live request through the
+client, a line of an OpenAI Batch file, or a prompt generated in process by :mod:`.local`)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class Request:
         return "\n".join(m.get("content", "") for m in self.messages) if self.kind == CHAT else self.prompt
 
     def body(self, model: str) -> dict[str, Any]:
-        """The JSON body (the client's keyword arguments; a Batch line's ``body``)."""
+        """The JSON body: what the client posts (it adds ``stream``), and a Batch file line's ``body``."""
         body: dict[str, Any] = {"model": model, "temperature": self.temperature}
         if self.kind == CHAT:
             body["messages"] = [dict(m) for m in self.messages]

@@ -76,21 +76,20 @@ class EndpointDown(TransportError):
 
 
 class LLMClient:
-    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``.
+    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``: the
+    server implementation of :class:`~beirx.models.llm.protocol.LLM`.
 
-    ``meter`` sums usage (and enforces ``max_cost``); ``limiter`` (anything usable as ``async with``)
-    replaces the in-process concurrency limit, e.g. to share one budget between processes; ``sleep`` is
-    the backoff wait (tests record it instead of sleeping).
+    ``meter`` sums usage (and enforces ``max_cost``); ``sleep`` is the backoff wait (tests record it instead
+    of sleeping).
     """
 
-    def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None, limiter: Any = None,
+    backend = "openai"
+
+    def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
         self.endpoint = endpoint
         self.meter = meter if meter is not None else UsageMeter()
-        self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
-        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
-                                  max_delay=endpoint.max_backoff)
-        self._limiter = limiter
+        self._limiter: asyncio.Semaphore | None = None
         self._sleep = sleep or asyncio.sleep
         self._key = ""
         self._openai = None
@@ -98,6 +97,18 @@ class LLMClient:
         self._fatal: Callable[[], LLMError] | None = None  # after a 401/403 or a malformed answer: every later
         # request fails at once with the same error (nothing more is sent)
         self._start_lock = threading.Lock()
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._endpoint
+
+    @endpoint.setter
+    def endpoint(self, endpoint: Endpoint) -> None:
+        """The server and its limits (set before the first request: the breaker and retry policy follow it)."""
+        self._endpoint = endpoint
+        self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
+        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
+                                  max_delay=endpoint.max_backoff)
 
     # -- entry points ------------------------------------------------------------------------------------
     def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
@@ -151,8 +162,16 @@ class LLMClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    @property
+    def location(self) -> str:
+        return self.endpoint.describe()["base_url"]
+
     def describe(self) -> dict[str, Any]:
-        return self.endpoint.describe()
+        return {"backend": self.backend, **self.endpoint.describe()}
 
     def openai_client(self):
         """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
@@ -175,8 +194,7 @@ class LLMClient:
             logging.getLogger("httpx2").setLevel(logging.WARNING)
         self._openai = self._openai_module.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
                                                        timeout=self.endpoint.timeout, max_retries=0)
-        if self._limiter is None:
-            self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
+        self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
 
     # -- one request ------------------------------------------------------------------------------------------
     async def _call(self, request: Request) -> Reply:

@@ -19,18 +19,16 @@ among them; 10, 30). A unit whose requests all failed that way is left pending f
 
 from __future__ import annotations
 
-import concurrent.futures
-from collections.abc import Coroutine
 from typing import Any
 
 from beirx.argtypes import non_negative_float, option, positive_float, positive_int
-from beirx.models.llm import Endpoint, LLMClient, Reply, Request, UsageMeter
+from beirx.models.llm import Endpoint, LLMClient, UsageMeter
 from beirx.translate.llm.translator import LLMTranslator
 
 
 class OpenAITranslator(LLMTranslator):
     name = "openai"
-    supports_batch_api = True
+    supports_batch_api = True  # ``--batch``: :class:`beirx.translate.llm.batch.BatchExecutor` uses ``client``
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  concurrency: int | str = 8, timeout: float | str = 120.0, deadline: float | str | None = None,
@@ -49,18 +47,12 @@ class OpenAITranslator(LLMTranslator):
             breaker_failures=number("breaker_failures", breaker_failures, positive_int),
             breaker_seconds=number("breaker_seconds", breaker_seconds, non_negative_float))
         self.meter = UsageMeter(self.prices, self.max_cost)
-        self.client = LLMClient(self.endpoint, meter=self.meter)
+        self.llm = self.client = LLMClient(self.endpoint, meter=self.meter)
         self.units_in_flight = 2 * self.endpoint.concurrency
 
     def check_ready(self) -> None:
         """Fail now, before any work, when the server needs a key that is not set."""
         self.endpoint.api_key()
-
-    async def generate(self, request: Request) -> Reply:
-        return await self.client.acall(request)
-
-    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        return self.client.schedule(coroutine)
 
     def settings(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint.describe(), "concurrency": self.endpoint.concurrency,
@@ -76,7 +68,3 @@ class OpenAITranslator(LLMTranslator):
         if self.max_cost is not None:
             shared["max_cost"] = self.max_cost / workers
         return shared
-
-    def close(self) -> None:
-        self.client.close()
-        super().close()

@@ -1,21 +1,23 @@
 """``--batch``: translate through the OpenAI Batch API (hosted APIs bill it at about half price).
 
 The executor takes every unit the pipeline claims, writes one Batch JSONL (one request per unit), uploads it,
-creates the batch and polls it; each answer is validated exactly as a live one
-(:meth:`~beirx.translate.llm.translator.LLMTranslator.record`) and every accepted unit is committed at once.
-Rejected units go into the next round, with the stricter prompt (and twice the ``max_tokens`` after a
-truncation: a batch cannot split a unit mid-flight), until their retries are spent; then they fall back or
-are flagged as in a live run.
+creates the batch and polls it; each answer goes through the same unit engine as a live one
+(:class:`beirx.models.llm.engine.UnitEngine`: the translator's validation, a stricter prompt for a rejected
+answer, a unit cut at ``max_tokens`` split in two) one round at a time: what the engine asks again (a
+rejected answer, the halves of a split unit) goes into the next round, until every unit is accepted or its
+retries are spent; then it falls back or is flagged as in a live run, and is committed at once.
 
 Resumable after a kill at any point: the state file (``batches/<system>.json`` beside the translation
-memory) is written after each step (file uploaded, batch created, round ingested), so a rerun finds the
-batch in flight and polls it instead of sending its units again; units committed before the kill are not
-asked for at all (the pipeline skips them), and re-reading a round's output is idempotent.
+memory) is written after each step (file uploaded, batch created, round ingested), and holds each open unit's
+attempts and halves, so a rerun finds the batch in flight and polls it instead of sending its units again;
+units committed before the kill are not asked for at all (the pipeline skips them), and re-reading a round's
+output is idempotent.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 import hashlib
 import json
 import logging
@@ -28,7 +30,7 @@ from beirx.errors import BeirxError
 from beirx.models.llm import LLMRequestError, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
-from beirx.translate.llm.translator import Attempts
+from beirx.models.llm.engine import ACCEPTED, REFUSED, SPENT, SPLIT, Attempts, Unit
 from beirx.translate.llm.units import unmark
 
 log = logging.getLogger(__name__)
@@ -51,34 +53,40 @@ class BatchExecutor:
             for segment in segments:
                 pending[_custom_id(segment)] = (key, segment)
         state = self._load()
+        engine = self.translator.engine
+        units = {cid: _Open.load(state["units"].get(cid), *unmark(segment)) for cid, (_, segment) in pending.items()}
         unanswered: dict[str, str] = {}  # custom_id -> why it got no answer in any round: left pending
         while pending:
-            round_ = self._open_round(state, pending)
+            asked = {cid: unit for top in pending for cid, unit in units[top].leaves(top)}
+            round_ = self._open_round(state, asked)
             results = self._wait(round_, state)
             for cid, reply in results.items():
-                if cid not in pending or isinstance(reply, TransportError):
+                if cid not in asked or isinstance(reply, TransportError):
                     continue  # committed before a kill, or not this run's; or no answer (below)
                 if isinstance(reply, LLMRequestError):
-                    reply = "request_refused"
-                key, segment = pending[cid]
-                kind, text = unmark(segment)
-                attempts = Attempts(**state["units"].get(cid, {}))
-                attempts.attempts += 1
-                reasons = self.translator.record(attempts, kind, text, reply)
-                if reasons and attempts.attempts <= self.translator.retries:
-                    state["units"][cid] = dataclasses.asdict(attempts)
-                    continue
-                del pending[cid]
-                state["units"].pop(cid, None)
-                yield key, [segment], [self.translator.conclude(text, attempts)]
-            for cid in [c for c in round_["ids"] if c in pending and isinstance(results.get(c, _NO_ANSWER),
-                                                                                      TransportError)]:
+                    reply = REFUSED
+                unit = asked[cid]
+                step = engine.record(unit.unit, unit.attempts, reply)
+                if step == SPLIT:
+                    left, gap, right = engine.split(unit.unit)
+                    unit.gap, unit.halves = gap, [_Open(left), _Open(right)]
+                unit.done = step in (ACCEPTED, SPENT)
+            for cid in [c for c in round_["ids"] if c in asked and isinstance(results.get(c, _NO_ANSWER),
+                                                                                  TransportError)]:
                 # no answer (an expired batch, a 5xx): never a final row; another round, else left pending
                 rounds = state.setdefault("unanswered", {})
                 rounds[cid] = rounds.get(cid, 0) + 1
                 if rounds[cid] > self.translator.retries:
                     unanswered[cid] = str(results.get(cid) or f"no answer in batch {round_['batch']}")
-                    del pending[cid], rounds[cid]
+                    top = cid.split("/")[0]
+                    pending.pop(top, None)
+                    del rounds[cid]
+            for top in list(pending):
+                attempts = units[top].result(engine)
+                if attempts is not None:
+                    key, segment = pending.pop(top)
+                    yield key, [segment], [self.translator.conclude(unmark(segment)[1], attempts)]
+            state["units"] = {top: units[top].dump() for top in pending}
             round_["ingested"] = True
             self._save(state)
         state.pop("unanswered", None)  # a rerun starts them afresh
@@ -88,22 +96,18 @@ class BatchExecutor:
                                  f"(last: {next(reversed(unanswered.values()))}); they are pending and the next run "
                                  "submits them again")
 
-    def _open_round(self, state: dict[str, Any], pending: dict[str, tuple[str, str]]) -> dict[str, Any]:
-        """The round in flight (after a kill), else a new one for the pending units."""
+    def _open_round(self, state: dict[str, Any], asked: dict[str, _Open]) -> dict[str, Any]:
+        """The round in flight (after a kill), else a new one for the units to ask."""
         for round_ in state["rounds"]:
-            if not round_.get("ingested") and set(round_["ids"]) & set(pending):
+            if not round_.get("ingested") and set(round_["ids"]) & set(asked):
                 if round_.get("batch"):
                     log.info("resuming batch %s (%d units)", round_["batch"], len(round_["ids"]))
                     return round_
                 round_["batch"] = self.api.create(round_["file"], self.translator.api)
                 self._save(state)
                 return round_
-        requests = []
-        for cid, (_, segment) in pending.items():
-            kind, text = unmark(segment)
-            unit = state["units"].get(cid, {})
-            max_tokens = self.translator.max_tokens_for(text) * (2 if "truncated" in unit.get("reasons", []) else 1)
-            requests.append((cid, self.translator.prompts.request(kind, text, max_tokens, unit.get("reasons"))))
+        engine = self.translator.engine
+        requests = [(cid, engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
         round_ = {"ids": [cid for cid, _ in requests], "file": None, "batch": None}
         round_["file"] = self.api.upload(self.api.jsonl(requests))
         state["rounds"].append(round_)
@@ -147,6 +151,45 @@ class BatchExecutor:
 
 
 _NO_ANSWER = TransportError("no answer")
+
+
+@dataclass
+class _Open:
+    """A unit between rounds: its attempts, and once split, its two halves (each an :class:`_Open` itself)."""
+
+    unit: Unit
+    attempts: Attempts = field(default_factory=Attempts)
+    done: bool = False
+    gap: str = ""
+    halves: list[_Open] = field(default_factory=list)
+
+    def leaves(self, cid: str):
+        """``(custom_id, unit)`` of each part still to ask (a half's id is its parent's plus ``/0`` or ``/1``)."""
+        if self.halves:
+            for i, half in enumerate(self.halves):
+                yield from half.leaves(f"{cid}/{i}")
+        elif not self.done:
+            yield cid, self
+
+    def result(self, engine) -> Attempts | None:
+        """The unit's attempts once it is over (halves joined), else None."""
+        if not self.halves:
+            return self.attempts if self.done else None
+        parts = [half.result(engine) for half in self.halves]
+        return None if None in parts else engine.join(self.attempts, self.gap, *parts)
+
+    def dump(self) -> dict[str, Any]:
+        return {"unit": dataclasses.asdict(self.unit), "attempts": dataclasses.asdict(self.attempts),
+                "done": self.done, "gap": self.gap, "halves": [h.dump() for h in self.halves]}
+
+    @classmethod
+    def load(cls, saved: dict[str, Any] | None, kind: str, text: str) -> _Open:
+        if not saved:
+            return cls(Unit(kind, text))
+        if "unit" not in saved:  # written before units could split: the attempts alone
+            return cls(Unit(kind, text), Attempts(**saved))
+        return cls(Unit(**saved["unit"]), Attempts(**saved["attempts"]), saved["done"], saved["gap"],
+                   [cls.load(h, kind, text) for h in saved["halves"]])
 
 
 def _errors(errors: Any) -> str:

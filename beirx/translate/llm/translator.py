@@ -1,22 +1,23 @@
 """The translation loop both LLM backends share: prompt, validate, retry stricter, split, fall back or flag.
 
-For each unit (:mod:`.units`):
+For each unit (:mod:`.units`), :class:`beirx.models.llm.engine.UnitEngine` (the one loop of every LLM
+stage, live and Batch) asks with this module's request (:mod:`.prompts`) and check (:mod:`.validate`):
 
-1. send the unit's request (:mod:`.prompts`) and validate the answer (:mod:`.validate`);
-2. an accepted answer is the translation. A rejected one is sent again with the stricter prompt (naming what
+1. an accepted answer is the translation. A rejected one is sent again with the stricter prompt (naming what
    was wrong), up to ``retries`` times. An answer cut at ``max_tokens`` (or a request the server refuses,
    e.g. over its context) splits the unit in two at a line, else a sentence boundary, and each half goes
    through the same loop; a single sentence instead gets twice the ``max_tokens``;
-3. still rejected: the ``fallback`` translator (any other beirx backend, sentence by sentence, line by line)
+2. still rejected: the ``fallback`` translator (any other beirx backend, sentence by sentence, line by line)
    translates it; without one, the last answer that is only *softly* wrong is written, else the source
-   text is kept, and either is flagged with the reasons.
+   text is kept, and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
 
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
 not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
 that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
 stays pending and a rerun sends it.
 
-A backend provides ``generate(request) -> Reply`` (a coroutine) and the event loop it runs on.
+A backend only chooses where the answers come from: its constructor sets ``self.llm``
+(:class:`beirx.models.llm.LLM`, a server's client or a causal LM in this process).
 """
 
 from __future__ import annotations
@@ -26,15 +27,13 @@ import concurrent.futures
 import logging
 import re
 import threading
-from abc import abstractmethod
-from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from beirx.argtypes import checked, non_negative_float, non_negative_int, option, positive_float, positive_int
 from beirx.errors import BeirxError
-from beirx.models.llm import CHAT, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
+from beirx.models.llm import CHAT, LLM, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
+from beirx.models.llm.engine import REFUSED, Attempts, Unit, UnitEngine, Verdict
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -49,22 +48,7 @@ at_least_16 = checked(int, lambda v: v >= 16, "at least 16", "at_least_16")
 int_ = checked(int, lambda v: True, "an integer", "int_")
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
-MAX_SPLIT_DEPTH = 4
 _PLACEHOLDER = re.compile(r"⟦\d+⟧")
-
-
-@dataclass
-class Attempts:
-    """How one unit (or half of one) fared."""
-
-    text: str | None = None  # the accepted translation
-    candidate: str | None = None  # the last answer that was only softly wrong
-    reasons: list[str] = field(default_factory=list)  # why the last answer was rejected
-    details: dict[str, Any] = field(default_factory=dict)
-    rejected: list[str] = field(default_factory=list)  # every rejection reason met
-    attempts: int = 0
-    usage: list[int] = field(default_factory=lambda: [0, 0, 0])  # prompt tokens, completion tokens, requests
-    stripped: list[str] = field(default_factory=list)  # wrappers removed from the accepted answer(s)
 
 
 class LLMTranslator(Translator):
@@ -149,6 +133,7 @@ class LLMTranslator(Translator):
                              option(self.name, "price_out", price_out, non_negative_float))
         self.max_cost = None if max_cost in (None, "") else option(self.name, "max_cost", max_cost, non_negative_float)
         self.counter = TokenCounter(model)
+        self.engine = UnitEngine(self, self.retries)
 
     # -- what the pipeline asks ------------------------------------------------------------------------------
     @property
@@ -186,35 +171,56 @@ class LLMTranslator(Translator):
                 "glossary": self.glossary.describe() if self.glossary else None,
                 "prompt_source": self.prompts.file.source}
 
-    # -- the backend ---------------------------------------------------------------------------------------
-    @abstractmethod
-    async def generate(self, request: Request) -> Reply:
-        """The answer to ``request``."""
-
-    @abstractmethod
-    def _schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` on the backend's event loop."""
-
+    # -- the LLM -------------------------------------------------------------------------------------------
+    #: Where answers come from (:class:`beirx.models.llm.LLM`: a server or a model in this process); set by
+    #: the backend's constructor.
+    llm: LLM
     #: Units the streaming executor keeps in flight (:class:`beirx.translate.executors.StreamingExecutor`).
     units_in_flight: int = 16
 
     # -- translating ----------------------------------------------------------------------------------------
     def submit_unit(self, segment: str) -> concurrent.futures.Future:
         """Translate one segment (a marked unit) in the background; the future holds its :class:`Checked`."""
-        return self._schedule(self.translate_unit(segment))
+        return self.llm.schedule(self.translate_unit(segment))
 
     def translate_batch(self, segments: list[str]) -> list[str]:
         async def batch():
             return await asyncio.gather(*(self.translate_unit(s) for s in segments))
 
-        return self._schedule(batch()).result()
+        return self.llm.schedule(batch()).result()
 
     async def translate_unit(self, segment: str) -> Checked:
         kind, text = unmark(segment)
-        result = await self._attempts(kind, text, 0)
+        result = await self.engine.run(Unit(kind, text), self._ask)
         if result.text is None and self.fallback_name:
             return await asyncio.to_thread(self.conclude, text, result)
         return self.conclude(text, result)
+
+    async def _ask(self, request: Request) -> Reply | str:
+        try:
+            return await self.llm.acall(request)
+        except LLMRequestError as exc:
+            if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
+                raise
+            log.warning("unit refused by the server (%s); splitting it", exc)
+            return REFUSED
+        # Any other error (the server unreachable, timing out, answering nonsense; the budget spent) is not an
+        # answer about this unit: it propagates, the unit stays untranslated and a rerun sends it again.
+
+    # -- the engine's task ---------------------------------------------------------------------------------
+    def max_tokens(self, unit: Unit) -> int:
+        return self.max_tokens_for(unit.text)
+
+    def request(self, unit: Unit, attempts: Attempts) -> Request:
+        return self.prompts.request(unit.kind, unit.text, attempts.max_tokens, attempts.reasons or None)
+
+    def check(self, unit: Unit, reply: Reply) -> Verdict:
+        verdict = self.validator.check(unit.kind, unit.text, reply)
+        return Verdict(verdict.ok, verdict.text if verdict.ok else None, verdict.reasons, verdict.details,
+                       None if verdict.ok or verdict.hard else verdict.text, verdict.stripped)
+
+    def halves(self, unit: Unit) -> tuple[str, str, str] | None:
+        return _halves(unit.text, self.src)
 
     def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
@@ -236,70 +242,6 @@ class LLMTranslator(Translator):
         if result.candidate is not None:
             return Checked(result.candidate, {**note, "written": "llm"}, usage)
         return Checked(text, {**note, "written": "source"}, usage)
-
-    async def _attempts(self, kind: str, text: str, depth: int) -> Attempts:
-        result = Attempts()
-        max_tokens = self.max_tokens_for(text)
-        rejected_last: list[str] = []
-        for _ in range(self.retries + 1):
-            result.attempts += 1
-            request = self.prompts.request(kind, text, max_tokens, rejected_last or None)
-            try:
-                reply = await self.generate(request)
-            except LLMRequestError as exc:
-                if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
-                    raise
-                log.warning("unit refused by the server (%s); splitting it", exc)
-                reply = "request_refused"
-            # Any other error (the server unreachable, timing out, answering nonsense; the budget spent) is not
-            # an answer about this unit: it propagates, the unit stays untranslated and a rerun sends it again.
-            reasons = self.record(result, kind, text, reply)
-            if not reasons:
-                return result
-            rejected_last = reasons
-            if "truncated" in reasons or "request_refused" in reasons:
-                halves = _halves(text, self.src) if depth < MAX_SPLIT_DEPTH else None
-                if halves:
-                    return await self._split(kind, halves, depth, result)
-                max_tokens *= 2
-        return result
-
-    def record(self, result: Attempts, kind: str, text: str, reply: Reply | str) -> list[str]:
-        """Validate ``reply`` (or a failure reason instead of one) into ``result``; the rejection reasons (none:
-        accepted, ``result.text`` set)."""
-        if isinstance(reply, str):
-            reasons, details = [reply], {}
-        else:
-            result.usage[0] += reply.usage.prompt_tokens
-            result.usage[1] += reply.usage.completion_tokens
-            result.usage[2] += 1
-            verdict = self.validator.check(kind, text, reply)
-            if verdict.ok:
-                result.text, result.stripped = verdict.text, verdict.stripped
-                return []
-            reasons, details = verdict.reasons, verdict.details
-            if not verdict.hard:
-                result.candidate = verdict.text
-        result.reasons, result.details = reasons, details
-        result.rejected += reasons
-        return reasons
-
-    async def _split(self, kind: str, halves: tuple[str, str, str], depth: int, whole: Attempts) -> Attempts:
-        """Translate the two halves of a unit and join them with the source's own separator."""
-        left, gap, right = halves
-        parts = await asyncio.gather(self._attempts(kind, left, depth + 1), self._attempts(kind, right, depth + 1))
-        joined = Attempts(attempts=whole.attempts + max(p.attempts for p in parts),
-                           rejected=whole.rejected + [r for p in parts for r in p.rejected] + ["resplit"],
-                           usage=[a + b + c for a, b, c in zip(whole.usage, *(p.usage for p in parts))],
-                           stripped=[w for p in parts for w in p.stripped])
-        if all(p.text is not None for p in parts):
-            joined.text = parts[0].text + gap + parts[1].text
-        else:
-            joined.reasons = _unique([r for p in parts for r in p.reasons])
-            texts = [p.text if p.text is not None else p.candidate for p in parts]
-            if all(t is not None for t in texts):
-                joined.candidate = texts[0] + gap + texts[1]
-        return joined
 
     def max_tokens_for(self, text: str) -> int:
         """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
@@ -326,6 +268,7 @@ class LLMTranslator(Translator):
         return "\n".join(out)
 
     def close(self) -> None:
+        self.llm.close()
         with self._fallback_lock:
             if self._fallback is not None:
                 self._fallback.close()

@@ -1,5 +1,6 @@
 """The ``judge`` quality method: an LLM reads each source and translation and annotates the errors
-(``--judge openai --judge-model M``: any OpenAI-compatible server, through beirx's shared LLM client).
+(``--judge openai --judge-model M``: any OpenAI-compatible server; ``--judge transformers --judge-model DIR``:
+a causal LM in this process; the same code either way, through :class:`beirx.models.llm.LLM`).
 
 The prompt (``judge_prompts.toml``, versioned, its SHA-256 recorded; ``--judge-prompt-file`` overrides it)
 asks for GEMBA-MQM-style error spans with a category and a severity (Kocmi & Federmann, 2023) and a 0-100
@@ -31,6 +32,7 @@ from typing import Any
 from beirx.argtypes import count_or_all, non_negative_float, non_negative_int, positive_float, positive_int
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
+from beirx.models.llm.protocol import LLM
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
@@ -38,7 +40,7 @@ from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("openai",)
+BACKENDS = ("openai", "transformers")
 DEFAULT_SAMPLE = 200
 CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
 MAX_EXAMPLES = 5
@@ -70,13 +72,16 @@ class LLMJudge(QualityMethod):
              "judge_low_score": "the LLM judge's direct assessment is below --judge-min-score"}
     verifies = ("an LLM judge scored {n} translations", "LLM-judged items")
 
-    def __init__(self, model: str, *, base_url: str | None = None, sample: int | None = DEFAULT_SAMPLE,
-                 retries: int = 2, min_score: float = 50.0, max_tokens: int = 512, concurrency: int = 8,
-                 timeout: float = 120.0, prompt_file: Path | None = None, max_cost: float | None = None,
-                 price_in: float = 0.0, price_out: float = 0.0, use_cache: bool = True):
-        from beirx.models.llm import Endpoint, Prices, PromptFile
+    def __init__(self, model: str, *, backend: str = "openai", base_url: str | None = None,
+                 sample: int | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0, max_tokens: int = 512,
+                 concurrency: int = 8, timeout: float = 120.0, prompt_file: Path | None = None,
+                 max_cost: float | None = None, price_in: float = 0.0, price_out: float = 0.0, use_cache: bool = True,
+                 device: str | None = None, llm: LLM | None = None):
+        from beirx.models.llm import Prices, PromptFile, connect
 
-        self.endpoint = Endpoint.resolve(model, base_url, concurrency=concurrency, timeout=timeout)
+        self.llm = llm if llm is not None else connect(model, backend=backend, base_url=base_url,
+                                                       concurrency=concurrency, timeout=timeout, device=device,
+                                                       what="--judge")
         self.prompts = PromptFile.load("beirx.translate.quality", "judge_prompts.toml", prompt_file)
         for key in ("system", "user", "retry"):
             self.prompts.get(key)  # a prompt file without one fails now, naming it, not mid-run
@@ -85,9 +90,11 @@ class LLMJudge(QualityMethod):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--judge", choices=BACKENDS, help="score translations with an LLM judge through an "
-                                                             "OpenAI-compatible server (GEMBA-MQM errors and a 0-100 score)")
-        group.add_argument("--judge-model", metavar="M", help="the judge's model, as the server names it")
+        group.add_argument("--judge", choices=BACKENDS, help="score translations with an LLM judge (GEMBA-MQM errors "
+                                                             "and a 0-100 score): through an OpenAI-compatible server, "
+                                                             "or a causal LM in this process (transformers)")
+        group.add_argument("--judge-model", metavar="M", help="the judge's model, as the server names it (transformers: "
+                                                              "a model folder or Hub id)")
         group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
                                                                    "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
         group.add_argument("--judge-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
@@ -117,15 +124,16 @@ class LLMJudge(QualityMethod):
                 raise BeirxError("--judge-model needs --judge openai")
             return None
         if not args.judge_model:
-            raise BeirxError("--judge openai needs --judge-model (the model name the server lists)")
-        return cls(args.judge_model, base_url=args.judge_base_url, sample=args.judge_sample, retries=args.judge_retries,
+            raise BeirxError(f"--judge {args.judge} needs --judge-model (" + (
+                "the model name the server lists)" if args.judge == "openai" else "a model folder or Hub id)"))
+        return cls(args.judge_model, backend=args.judge, base_url=args.judge_base_url, device=getattr(args, "device", None), sample=args.judge_sample, retries=args.judge_retries,
                    min_score=args.judge_min_score, max_tokens=args.judge_max_tokens,
                    concurrency=args.judge_concurrency, timeout=args.judge_timeout, prompt_file=args.judge_prompt_file,
                    max_cost=args.judge_max_cost, price_in=args.judge_price_in, price_out=args.judge_price_out,
                    use_cache=not args.no_cache)
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
-        return {"backend": "openai", **self.endpoint.describe(), **self.prompts.describe(), "retries": self.retries,
+        return {**self.llm.describe(), **self.prompts.describe(), "retries": self.retries,
                 "max_tokens": self.max_tokens, "min_score": self.min_score, "api": "chat", "temperature": 0.0}
 
     # -- requests ---------------------------------------------------------------------------------------------
@@ -138,12 +146,13 @@ class LLMJudge(QualityMethod):
                                                               **names)}]
 
     def _key(self, context: QualityContext, kind: str, source: str, translation: str) -> str:
-        identity = [self.endpoint.model, self.endpoint.describe()["base_url"], self.prompts.sha256, context.src_lang,
+        identity = [self.llm.model, self.llm.location, self.prompts.sha256, context.src_lang,
                     context.tgt_lang, kind, source, translation]
         return hashlib.sha256("\x1f".join(identity).encode("utf-8")).hexdigest()
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
-        from beirx.models.llm import BudgetExceeded, EndpointDown, LLMClient, Request, UsageMeter
+        from beirx.models.llm import BudgetExceeded, EndpointDown, UsageMeter
+        from beirx.models.llm.engine import ACCEPTED, AGAIN, Attempts, Unit, UnitEngine
 
         picked = context.sample(pairs, self.sample, "judge")
         kind = KINDS[pairs.field]
@@ -156,47 +165,49 @@ class LLMJudge(QualityMethod):
             known = cache.get(list(keys.values()))
             judged = {item: known[key] for item, key in keys.items() if key in known}
         meter = UsageMeter(self.prices, self.max_cost)
+        self.llm.meter = meter  # this field's usage and spending cap
+        engine = UnitEngine(_Rows(self, conversations), self.retries)  # a malformed answer is asked again
         malformed: dict[str, tuple[str, str]] = {}  # id -> (reason, answer) of the last attempt
         failed: dict[str, str] = {}
         retried = 0
         todo = [item for item in conversations if item not in judged]
         try:
-            with LLMClient(self.endpoint, meter=meter) as llm, \
-                    progress(total=len(picked), desc=f"judge {pairs.field}", unit="row",
-                             enabled=context.show_progress) as bar:
+            with progress(total=len(picked), desc=f"judge {pairs.field}", unit="row",
+                          enabled=context.show_progress) as bar:
                 skip(bar, len(picked) - len(todo))
                 for start in range(0, len(todo), CHUNK):
                     chunk = todo[start:start + CHUNK]
                     fresh: dict[str, Judgement] = {}
-                    pending = {item: list(conversations[item]) for item in chunk}
-                    for attempt in range(self.retries + 1):
-                        if not pending:
-                            break
-                        retried += len(pending) if attempt else 0
-                        items = list(pending)
-                        replies = llm.call_many([Request.chat(pending[i], max_tokens=self.max_tokens) for i in items],
-                                                return_exceptions=True)
-                        pending = {}
-                        for item, reply in zip(items, replies):
+                    rows = {item: (Unit(kind, item), Attempts()) for item in chunk}
+                    pending = list(chunk)
+                    while pending:
+                        replies = self.llm.call_many([engine.request(*rows[item]) for item in pending],
+                                                     return_exceptions=True)
+                        again = []
+                        for item, reply in zip(pending, replies):
                             if isinstance(reply, (EndpointDown, BudgetExceeded)):
                                 raise reply
-                            if isinstance(reply, BaseException):
+                            if isinstance(reply, BaseException):  # refused: missing, never guessed
                                 failed[item] = str(reply)
                                 malformed.pop(item, None)
                                 continue
-                            try:
-                                fresh[item] = _judgement(reply)
+                            unit, attempts = rows[item]
+                            step = engine.record(unit, attempts, reply)
+                            if step == ACCEPTED:
+                                fresh[item] = attempts.text
                                 malformed.pop(item, None)
-                            except Malformed as why:
-                                malformed[item] = (str(why), reply.text)
-                                pending[item] = conversations[item] + [
-                                    {"role": "assistant", "content": reply.text},
-                                    {"role": "user", "content": self.prompts.fill("retry", reason=str(why))}]
+                                continue
+                            malformed[item] = (attempts.reasons[0], attempts.last)
+                            if step == AGAIN:
+                                again.append(item)
+                        retried += len(again)
+                        pending = again
                     if cache is not None and fresh:
                         cache.put({keys[item]: judgement for item, judgement in fresh.items()})
                     judged.update(fresh)
                     bar.update(len(chunk))
         finally:
+            self.llm.close()
             if cache is not None:
                 cache.close()
         return self._result(picked, pairs, judged, malformed, failed, retried, meter)
@@ -228,6 +239,37 @@ class LLMJudge(QualityMethod):
                                    for item, (reason, answer) in list(malformed.items())[:MAX_EXAMPLES]],
             "failure_examples": [{"id": item, "error": error[:300]} for item, error in list(failed.items())[:MAX_EXAMPLES]]}
         return result
+
+
+class _Rows:
+    """The judge's task for the unit engine: a unit is a row (its ``text`` the row's id); a malformed answer is
+    quoted back with the reason (the prompt file's ``retry``); nothing splits."""
+
+    def __init__(self, judge: LLMJudge, conversations: dict[str, list[dict[str, str]]]):
+        self.judge, self.conversations = judge, conversations
+
+    def max_tokens(self, unit) -> int:
+        return self.judge.max_tokens
+
+    def request(self, unit, attempts):
+        from beirx.models.llm import Request
+
+        messages = self.conversations[unit.text]
+        if attempts.reasons:
+            messages = messages + [{"role": "assistant", "content": attempts.last},
+                                   {"role": "user", "content": self.judge.prompts.fill("retry", reason=attempts.reasons[0])}]
+        return Request.chat(messages, max_tokens=attempts.max_tokens)
+
+    def check(self, unit, reply):
+        from beirx.models.llm.engine import Verdict
+
+        try:
+            return Verdict(True, _judgement(reply))
+        except Malformed as why:
+            return Verdict(False, reasons=[str(why)])
+
+    def halves(self, unit) -> None:
+        return None
 
 
 def _judgement(reply) -> Judgement:

@@ -1,0 +1,120 @@
+"""The in-process :class:`~beirx.models.llm.protocol.LLM`: a causal LM through transformers, batched.
+
+Callers ask concurrently, as they would a server (:meth:`LocalLLM.acall` from the LLM's own event loop, or
+:meth:`LocalLLM.call_many`); the requests waiting at any moment are generated together in one padded batch of
+up to ``batch_size`` by :func:`beirx.models.causal_lm.generate` (left padding; greedy at temperature 0, else
+sampled with the request's seed), in a worker thread so the loop keeps collecting requests. ``finish_reason``
+is ``length`` when a row used all its ``max_tokens`` without reaching the end of its turn, so truncation is
+detected as with a server; usage counts the prompt's and the generated tokens, into the same
+:class:`~beirx.models.llm.usage.UsageMeter` (and ``max_cost``) a server's client would use. The model is
+loaded once per process (:func:`beirx.models.causal_lm.causal_lm`), on the GPU when there is one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Coroutine, Iterable
+from typing import Any
+
+from beirx.models.llm.calls import Reply, Request
+from beirx.models.llm.loop import BackgroundLoop
+from beirx.models.llm.usage import UsageMeter
+
+
+class LocalLLM:
+    """``LocalLLM("path/or/hub-id", device="cpu", batch_size=8)``: the same calls as :class:`LLMClient`."""
+
+    backend = "transformers"
+
+    def __init__(self, model: str, *, device: str | None = None, batch_size: int = 8, revision: str | None = None,
+                 meter: UsageMeter | None = None):
+        from beirx.models.device import choose_device
+
+        self.model, self.revision = model, revision
+        self._files = None  # resolved when first needed (a dry run downloads nothing)
+        self.device = choose_device(device)
+        self.batch_size = int(batch_size)
+        self.meter = meter if meter is not None else UsageMeter()
+        self._loop = BackgroundLoop("beirx-local-llm")
+        self._waiting: list[tuple[Request, asyncio.Future]] = []
+        self._drainer: asyncio.Task | None = None
+
+    @property
+    def files(self):
+        from beirx.models.files import resolve_model
+
+        if self._files is None:
+            self._files = resolve_model(self.model, self.revision)
+        return self._files
+
+    @property
+    def location(self) -> str:
+        """Where the answers come from (part of cache keys): the model's revision, run in this process."""
+        return f"transformers@{self.files.revision}"
+
+    def loaded(self):
+        """``(tokenizer, model)``, loaded on first use."""
+        from beirx.models.causal_lm import causal_lm
+
+        return causal_lm(self.files, self.device)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.files.name, "revision": self.files.revision,
+                "dtype": str(self.loaded()[1].dtype).removeprefix("torch."), "device": self.device,
+                "batch_size": self.batch_size}
+
+    # -- the LLM calls ------------------------------------------------------------------------------------
+    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        return self._loop.submit(coroutine)
+
+    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
+        async def gather():
+            return await asyncio.gather(*(self.acall(r) for r in requests), return_exceptions=return_exceptions)
+
+        return self.schedule(gather()).result()
+
+    async def acall(self, request: Request) -> Reply:
+        if not self._loop.here():
+            return await asyncio.wrap_future(self.schedule(self.acall(request)))
+        reserved = self.meter.reserve(request.worst_case())
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append((request, future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.ensure_future(self._drain())
+        reply = None
+        try:
+            reply = await future
+            return reply
+        finally:
+            self.meter.settle(reserved, reply.usage if reply is not None else None)
+
+    async def _drain(self) -> None:
+        """Generate the waiting requests, ``batch_size`` at a time (same sampling settings), until none is left."""
+        while self._waiting:
+            await asyncio.sleep(0)  # let the callers that are ready ask first
+            sampling = _sampling(self._waiting[0][0])
+            batch = [item for item in self._waiting if _sampling(item[0]) == sampling][:self.batch_size]
+            self._waiting = [item for item in self._waiting if not any(item is b for b in batch)]
+            try:
+                replies = await asyncio.to_thread(self._generate, [request for request, _ in batch], *sampling)
+            except Exception as exc:  # noqa: BLE001 - every waiting caller gets the error
+                for _, future in batch:
+                    future.set_exception(exc)
+                continue
+            for (_, future), reply in zip(batch, replies):
+                future.set_result(reply)
+
+    def _generate(self, requests: list[Request], temperature: float, seed: int | None) -> list[Reply]:
+        from beirx.models.causal_lm import generate
+
+        tokenizer, model = self.loaded()
+        return generate(tokenizer, model, requests, self.device, temperature=temperature, seed=seed)
+
+    def close(self) -> None:
+        self._loop.stop()
+        self._waiting, self._drainer = [], None  # a later call starts a new loop
+
+
+def _sampling(request: Request) -> tuple[float, int | None]:
+    return request.temperature, request.seed
