@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from artifact_fixtures import row_values
 from conftest import write_beir
 
 from beirx.data.dataset import BeirDataset
@@ -48,7 +49,7 @@ def _pair(tmp_path):
 def _judge(judge, source, translated, out):
     report = run_quality(source, translated, out, src_lang="en", tgt_lang="es", methods=[judge],
                          fields=("queries",), show_progress=False)
-    return report.fields["queries"]
+    return report
 
 
 def test_the_judge_runs_on_a_server_and_in_process_through_the_same_code(fake_llm_factory, tiny_causal_lm, tmp_path,
@@ -59,16 +60,16 @@ def test_the_judge_runs_on_a_server_and_in_process_through_the_same_code(fake_ll
                               else "It reads well.")
     remote = _judge(LLMJudge(server.model, base_url=server.url, sample=None, retries=1, max_tokens=16),
                     source, translated, tmp_path / "server")
-    assert remote.rows["judge_da"] == {"q0": 90.0, "q1": 90.0, "q2": 90.0}
-    summary = remote.methods["judge"].summary
+    assert row_values(remote, "queries", "judge_da") == {"q0": 90.0, "q1": 90.0, "q2": 90.0}
+    summary = remote.fields["queries"].methods["judge"].summary
     assert (summary["judged"], summary["malformed"], summary["answers_asked_again"], summary["usage"]["requests"]) == \
         (3, 0, 3, 6) and len(server.calls) == 6
 
     # in process: random weights never answer a judgement; each row is asked again once, then recorded missing
     local = _judge(LLMJudge(str(tiny_causal_lm), backend="transformers", device="cpu", sample=None, retries=1,
                             max_tokens=16), source, translated, tmp_path / "local")
-    assert local.rows["judge_da"] == {"q0": None, "q1": None, "q2": None}
-    summary = local.methods["judge"].summary
+    assert row_values(local, "queries", "judge_da") == {"q0": None, "q1": None, "q2": None}
+    summary = local.fields["queries"].methods["judge"].summary
     assert (summary["judged"], summary["malformed"], summary["answers_asked_again"], summary["usage"]["requests"]) == \
         (0, 3, 3, 6) and summary["usage"]["prompt_tokens"] > 0 and summary["usage"]["completion_tokens"] > 0
     assert len(asked_in_process) == 6

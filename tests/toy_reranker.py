@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from beirx.evaluate.rerankers.base import Pair, Reranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 
 BOOST_SCORE = 10.0
 
@@ -20,7 +20,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
 
-class ToyReranker(Reranker):
+class ToyReranker(PairwiseReranker):
     name = "toy"
 
     @classmethod
