@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cost = parser.add_argument_group("cost beside the fidelity")
     cost.add_argument("--cost", metavar="TRANSLATOR",
                       help="plan the subset and its full dataset as translation dry runs with this backend (deepl, "
-                           "google, llm ...; nothing is sent) and record characters, tokens and, for a paid backend, "
+                           "google, openai ...; nothing is sent) and record characters, tokens and, for a paid backend, "
                            "list-price USD with their share of the full dataset in subset.json")
     cost.add_argument("--cost-lang", default="es", help="target language of the --cost dry run (default es)")
     cost.add_argument("--cost-model", default=None, help="the --cost backend's model, if it takes one")
