@@ -9,6 +9,9 @@ Without size options the default recipe (:mod:`beirx.subsets.recipe`): every jud
 that fits, and a random fill.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
+``--cost TRANSLATOR`` adds the dry-run cost beside the fidelity: characters, tokens and (paid backend) list-price
+money of the subset and their share of the full dataset's (:func:`beirx.translate.subset_cost.subset_cost`).
+
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
 TREC run file (see :mod:`beirx.subsets.system_args`); fusions and rerankers come from a grid file's
 ``[[systems]]``. The check writes run and results files under ``--check-output`` (default
