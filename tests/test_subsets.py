@@ -368,3 +368,9 @@ def test_default_pool_without_its_model_says_how_to_give_a_folder(source, tmp_pa
            "intfloat/multilingual-e5-small" in err
     assert "Give its local folder with --pool bm25:fields=flat dense:FOLDER" in err
     assert not (tmp_path / "d").exists()
+
+
+def test_unknown_cost_translator_fails_before_the_subset_is_cut(source, tmp_path, capsys):
+    assert main(["subset", "--dataset", str(source.root), "--queries", "2", "--depth", "0", "--output",
+                 str(tmp_path / "d"), "--cost", "deeepl"]) == 2
+    assert "deeepl" in capsys.readouterr().err and not (tmp_path / "d").exists()

@@ -163,6 +163,7 @@ def run(args) -> int:
         check_output(args.output, dataset)  # a wrong --output is named before a missing model
         _default_pool_ready()
     check_systems = _check_systems(args) if (args.check or args.runs or args.check_config) else None
+    translator = _cost_translator(args, lang) if args.cost else None  # a typo fails before any work
     manifest = make_subset(dataset, args.output, queries=args.queries, pool=pool, depth=args.depth,
                            max_docs=args.max_docs, seed=args.seed, stratify=args.stratify, split=args.split,
                            show_progress=show_progress(args), use_cache=not args.no_index_cache)
@@ -177,8 +178,8 @@ def run(args) -> int:
     print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
           f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; --cost TRANSLATOR "
           "adds tokens and money)")
-    if args.cost:
-        _record_cost(args, BeirDataset(args.output, lang=lang))
+    if translator is not None:
+        _record_cost(args.output, BeirDataset(args.output, lang=lang), translator)
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0
@@ -197,20 +198,25 @@ def _default_pool_ready() -> None:
                          f"--pool {POOL[0]} dense:FOLDER (the recipe's other knobs stay the defaults)") from None
 
 
-def _record_cost(args, subset) -> None:
+def _cost_translator(args, lang: str):
+    """The ``--cost`` backend, built (name and options checked) before the subset is cut."""
+    from beirx.translate.backends import TRANSLATORS
+
+    return TRANSLATORS.get(args.cost)(lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
+
+
+def _record_cost(output: Path, subset, translator) -> None:
     """``--cost``: the dry-run cost of the subset beside its full dataset's, printed and kept in subset.json."""
     import dataclasses
 
     from beirx.artifacts.subset import SubsetManifest
-    from beirx.translate.backends import TRANSLATORS
     from beirx.translate.subset_cost import subset_cost
 
-    translator = TRANSLATORS.get(args.cost)(subset.lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
     with translator:
         cost = subset_cost(subset, translator)
     if cost is None:
-        raise BeirxError(f"--cost: the full dataset of {args.output} cannot be compared (see the log)")
-    path = SubsetManifest.path_in(args.output)
+        raise BeirxError(f"--cost: the full dataset of {output} cannot be compared (see the log)")
+    path = SubsetManifest.path_in(output)
     dataclasses.replace(SubsetManifest.load(path), cost=cost).save(path)
     print_cost(cost)
 
