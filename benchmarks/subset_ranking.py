@@ -266,7 +266,7 @@ def main() -> int:
         print(f"{pool_name} q{n} d{budget} s{seed}: tau {row['tau']:.3f} "
               f"[{row['tau_ci'][0]:.3f}, {row['tau_ci'][1]:.3f}] rho {row['rho']:.3f} resolution "
               f"{row['resolution']} chars {row['characters_share']:.1%} {row['seconds']} s", flush=True)
-    table(args.output)
+    table(args.output, whole_chars)
     return 0
 
 
@@ -276,16 +276,21 @@ def _top(docs: dict, depth: int) -> dict:
     return dict(ranked(docs)[:depth])
 
 
-def table(output: Path) -> None:
-    """Mean over seeds per cell: tau (min-max over seeds), its interval's mean bounds, rho, resolution, chars."""
+def table(output: Path, whole: int) -> None:
+    """Mean over seeds per cell: tau (sample standard deviation and min-max over seeds), its interval's mean bounds,
+    rho, resolution, the share of characters and what that many of the full set's ``whole`` characters cost at
+    DeepL's list price (the translator's own ``estimate_cost``; ``beirx subset --cost deepl`` plans the exact
+    billed characters of one subset)."""
     rows = {(r["pool"], r["queries"], r["budget"], r["seed"]): r
             for r in map(json.loads, (output / "grid.jsonl").open())}  # a cell measured twice is the same
     cells: dict[tuple, list[dict]] = {}
     for row in rows.values():
         cells.setdefault((row["pool"], row["queries"], row["budget"]), []).append(row)
-    lines = ["| pool | queries | docs | seeds | depth | chars | tau (seeds min-max) | tau 95% CI | rho | tau pooling systems "
-             "| resolution | swaps: noise / disagreement |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    from beirx.translate.backends.deepl import DeepLTranslator
+
+    lines = ["| pool | queries | docs | seeds | depth | chars | DeepL USD | tau mean ± sd (seeds min-max) | tau 95% CI "
+             "| rho | tau pooling systems | resolution | swaps: noise / disagreement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def mean(key, group):
         values = [r[key] for r in group if r[key] is not None]
@@ -299,9 +304,11 @@ def table(output: Path) -> None:
         taus = [r["tau"] for r in group]
         noise = sum(v for r in group for k, v in r["swaps"].items() if k != "disagreement") / len(group)
         real = sum(r["swaps"].get("disagreement", 0) for r in group) / len(group)
+        usd = DeepLTranslator.estimate_cost(round(mean("characters_share", group) * whole))["estimated_cost_usd"]
+        spread = f" ± {statistics.stdev(taus):.3f}" if len(taus) > 1 else ""
         lines.append(f"| {pool} | {n} | {budget:,} | {len(group)} | {show(mean('depth_reached', group), '{:.0f}')} | "
-                     f"{mean('characters_share', group):.1%} | {statistics.mean(taus):.3f} ({min(taus):.3f}-"
-                     f"{max(taus):.3f}) | [{statistics.mean(r['tau_ci'][0] for r in group):.3f}, "
+                     f"{mean('characters_share', group):.1%} | {usd:.2f} | {statistics.mean(taus):.3f}{spread} "
+                     f"({min(taus):.3f}-{max(taus):.3f}) | [{statistics.mean(r['tau_ci'][0] for r in group):.3f}, "
                      f"{statistics.mean(r['tau_ci'][1] for r in group):.3f}] | {show(mean('rho', group))} | "
                      f"{show(mean('tau_pooling_systems', group))} | {show(mean('resolution', group), '{:.4f}')} | "
                      f"{noise:.1f} / {real:.1f} |")

@@ -320,3 +320,57 @@ def test_default_recipe_keeps_every_judged_query_and_cuts_documents(source, tmp_
     old = SubsetManifest.load(tmp_path / "old" / "subset.json")
     assert old.method.max_docs is None and old.counts.random == 0 and old.counts.queries == 3
     assert old.method.queries_cap is False
+
+
+def test_cost_records_the_dry_run_of_subset_and_full_dataset(source, tmp_path, capsys):
+    """--cost deepl: the subset and its source planned as DeepL dry runs from an empty memory; the figures are
+    those of beirx translate --dry-run, the money DeepL's list price, and the file still loads."""
+    from beirx.translate.backends.deepl import DeepLTranslator
+    from beirx.translate.memory import TranslationMemory
+    from beirx.translate.pipeline import dry_run
+
+    def word(i: int) -> str:  # distinct, digit-free texts: DOCS' texts differ only by numbers, which are masked
+        return "".join(chr(97 + (i * 7 + k * k) % 26) for k in range(6))
+
+    docs = [{"_id": d["_id"], "title": word(i), "text": f"{word(i + 50)} {word(i + 90)}."} for i, d in enumerate(DOCS)]
+    source = BeirDataset(write_beir(tmp_path / "words", docs, QUERIES, QRELS), name="words")
+    out = tmp_path / "costed"
+    assert main(["subset", "--dataset", str(source.root), "--queries", "3", "--depth", "0", "--max-docs", "10",
+                 "--output", str(out), "--cost", "deepl", "--cost-lang", "pl"]) == 0
+    printed = capsys.readouterr().out
+    cost = SubsetManifest.load(out / "subset.json").cost
+    translator = DeepLTranslator("en", "pl")
+    with TranslationMemory(tmp_path / "m" / "memory.sqlite") as memory:
+        mine = dry_run(BeirDataset(out), translator, memory)
+    with TranslationMemory(tmp_path / "n" / "memory.sqlite") as memory:
+        whole = dry_run(source, translator, memory)
+    assert (cost["translator"], cost["target"]) == ("deepl", "pl")
+    assert (cost["characters"], cost["tokens"], cost["segments"]) == (
+        mine["characters_total"], mine["tokens_total"], mine["segments_unique"])
+    assert 0 < cost["characters"] < whole["characters_total"] == cost["full_dataset"]["characters_total"]
+    assert cost["share_of_full"]["characters_total"] == round(mine["characters_total"] / whole["characters_total"], 6)
+    assert cost["estimated_cost_usd"] == round(mine["characters_total"] / 1e6 * 25.0, 2)
+    assert (f"cost with deepl (pl): {mine['characters_total']:,} of {whole['characters_total']:,} characters = "
+            f"{mine['characters_total'] / whole['characters_total']:.1%}") in printed
+    assert "(dry run, nothing sent)" in printed
+
+
+def test_default_pool_without_its_model_says_how_to_give_a_folder(source, tmp_path, capsys, monkeypatch):
+    """Offline with no Hub cache, the default pool's encoder is missing: the command stops before any work and
+    names the --pool spelling with a local folder."""
+    pytest.importorskip("huggingface_hub")
+    from huggingface_hub import constants
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert main(["subset", "--dataset", str(source.root), "--output", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "the default pool (bm25:fields=flat dense:intfloat/multilingual-e5-small) needs " \
+           "intfloat/multilingual-e5-small" in err
+    assert "Give its local folder with --pool bm25:fields=flat dense:FOLDER" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_unknown_cost_translator_fails_before_the_subset_is_cut(source, tmp_path, capsys):
+    assert main(["subset", "--dataset", str(source.root), "--queries", "2", "--depth", "0", "--output",
+                 str(tmp_path / "d"), "--cost", "deeepl"]) == 2
+    assert "deeepl" in capsys.readouterr().err and not (tmp_path / "d").exists()

@@ -160,6 +160,10 @@ class SubsetManifest(Artifact):
     counts: SubsetCounts = fld("what was kept")
     query_ids: list[str] = fld("the kept queries, in the source's order")
     ranking_check: RankingCheck | None = optional("set by beirx subset check / --check")
+    cost: dict[str, Any] | None = optional("set by beirx subset --cost TRANSLATOR: the subset and its full dataset "
+                                           "planned as translation dry runs from scratch (translator, target, "
+                                           "characters, tokens, segments, estimated_cost_usd at list price for a "
+                                           "paid backend, full_dataset, share_of_full)")
     timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     created: str = fld("UTC time the manifest was written (ISO 8601)", default_factory=utc_now)

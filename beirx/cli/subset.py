@@ -9,6 +9,9 @@ Without size options the default recipe (:mod:`beirx.subsets.recipe`): every jud
 that fits, and a random fill.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
+``--cost TRANSLATOR`` adds the dry-run cost beside the fidelity: characters, tokens and (paid backend) list-price
+money of the subset and their share of the full dataset's (:func:`beirx.translate.subset_cost.subset_cost`).
+
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
 TREC run file (see :mod:`beirx.subsets.system_args`); fusions and rerankers come from a grid file's
 ``[[systems]]``. The check writes run and results files under ``--check-output`` (default
@@ -20,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_float
+from beirx.argtypes import key_value, non_negative_int, output_dir, positive_int, unit_float
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, QUERY_CAP
@@ -48,6 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="no corpus budget: the judged documents and the whole pool at --depth, no fill")
     make.add_argument("--seed", type=int, default=0, help="seed of the query sample and the fill (default 0)")
     make.add_argument("--output", type=output_dir, help="the subset's folder")
+    cost = parser.add_argument_group("cost beside the fidelity")
+    cost.add_argument("--cost", metavar="TRANSLATOR",
+                      help="plan the subset and its full dataset as translation dry runs with this backend (deepl, "
+                           "google, openai ...; nothing is sent) and record characters, tokens and, for a paid backend, "
+                           "list-price USD with their share of the full dataset in subset.json")
+    cost.add_argument("--cost-lang", default="es", help="target language of the --cost dry run (default es)")
+    cost.add_argument("--cost-model", default=None, help="the --cost backend's model, if it takes one")
+    cost.add_argument("--cost-option", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                      help="a --cost backend option, e.g. price_in=0.15 price_out=0.6 for an LLM (USD per million "
+                           "tokens); repeatable")
     check = parser.add_argument_group("ranking check")
     check.add_argument("--check", nargs="+", default=[], metavar="SYSTEM",
                        help="systems to evaluate on the full set and the subset (Kendall's tau of their orderings)")
@@ -140,13 +153,17 @@ def run(args) -> int:
         return 0
     if not args.dataset or not args.output:
         raise BeirxError("--dataset and --output are required to make a subset")
-    from beirx.subsets.cut import make_subset
+    from beirx.subsets.cut import check_output, make_subset
     from beirx.subsets.system_args import parse_pool
 
     lang, _ = dataset_language(args.dataset, args.lang)
     dataset = resolve_dataset(args.dataset, lang=lang)
     pool = parse_pool(args.pool) if args.depth > 0 else {}
+    if pool and args.pool == POOL:
+        check_output(args.output, dataset)  # a wrong --output is named before a missing model
+        _default_pool_ready()
     check_systems = _check_systems(args) if (args.check or args.runs or args.check_config) else None
+    translator = _cost_translator(args, lang) if args.cost else None  # a typo fails before any work
     manifest = make_subset(dataset, args.output, queries=args.queries, pool=pool, depth=args.depth,
                            max_docs=args.max_docs, seed=args.seed, stratify=args.stratify, split=args.split,
                            show_progress=show_progress(args), use_cache=not args.no_index_cache)
@@ -159,8 +176,58 @@ def run(args) -> int:
           f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
           + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
     print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
-          f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; beirx translate --dry-run "
-          "gives segments, tokens and money)")
+          f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; --cost TRANSLATOR "
+          "adds tokens and money)")
+    if translator is not None:
+        _record_cost(args.output, BeirDataset(args.output, lang=lang), translator)
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0
+
+
+def _default_pool_ready() -> None:
+    """The default pool's encoder must be found before any work: offline, a Hub id needs the local Hugging Face
+    cache, so say how to give a local folder instead."""
+    from beirx.models.files import model_revision
+
+    model = POOL[1].split(":", 1)[1]
+    try:
+        model_revision(model)
+    except BeirxError as error:
+        raise BeirxError(f"the default pool ({' '.join(POOL)}) needs {model}: {error} Give its local folder with "
+                         f"--pool {POOL[0]} dense:FOLDER (the recipe's other knobs stay the defaults)") from None
+
+
+def _cost_translator(args, lang: str):
+    """The ``--cost`` backend, built (name and options checked) before the subset is cut."""
+    from beirx.translate.backends import TRANSLATORS
+
+    return TRANSLATORS.get(args.cost)(lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
+
+
+def _record_cost(output: Path, subset, translator) -> None:
+    """``--cost``: the dry-run cost of the subset beside its full dataset's, printed and kept in subset.json."""
+    import dataclasses
+
+    from beirx.artifacts.subset import SubsetManifest
+    from beirx.translate.subset_cost import subset_cost
+
+    with translator:
+        cost = subset_cost(subset, translator)
+    if cost is None:
+        raise BeirxError(f"--cost: the full dataset of {output} cannot be compared (see the log)")
+    path = SubsetManifest.path_in(output)
+    dataclasses.replace(SubsetManifest.load(path), cost=cost).save(path)
+    print_cost(cost)
+
+
+def print_cost(cost: dict) -> None:
+    """The subset's cost with a backend and its share of the full dataset's: characters, tokens, money."""
+    full, share = cost["full_dataset"], cost["share_of_full"]
+    line = (f"cost with {cost['translator']} ({cost['target']}): {cost['characters']:,} of "
+            f"{full['characters_total']:,} characters = {share['characters_total']:.1%}, {cost['tokens']:,} of "
+            f"{full['tokens_total']:,} tokens = {share['tokens_total']:.1%}")
+    if cost.get("estimated_cost_usd") is not None:
+        line += (f", USD {cost['estimated_cost_usd']:,.2f} of {full['estimated_cost_usd']:,.2f} at list price"
+                 + (f" = {share['estimated_cost_usd']:.1%}" if share.get("estimated_cost_usd") is not None else ""))
+    print(line + " (dry run, nothing sent)")

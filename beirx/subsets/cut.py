@@ -50,7 +50,7 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int | None
 
     started = time.time()
     output = Path(output)
-    _check_output(output, dataset)
+    check_output(output, dataset)
     split = split or test_split_for(dataset.name)
     timer = Timer()
     with timer.section("queries"):
@@ -125,7 +125,7 @@ def _refuse_foreign_runs(pooled, present: set[str], corpus: Path) -> None:
                             f"is in {corpus} (e.g. {min(ranked_ids)!r}); is it a run on another corpus?")
 
 
-def _check_output(output: Path, dataset: BeirDataset) -> None:
+def check_output(output: Path, dataset: BeirDataset) -> None:
     """Never overwrite the source or a folder that is not a subset (a previous subset is replaced whole)."""
     if output.resolve() == dataset.root.resolve():
         raise BeirxError(f"the output folder {output} is the source dataset; choose another --output")

@@ -9,6 +9,7 @@ the translation memory already holds it, so the share does not depend on what wa
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,5 +41,37 @@ def share_of_full(subset: BeirDataset, translator: Translator, memory: Translati
         return None
     mine = subset_plan or dry_run(subset, translator, memory, **options)
     whole = dry_run(full, translator, memory, **options)
-    return {"full_dataset": {"path": str(source), **{k: whole[k] for k in TOTALS}},
-            "share_of_full": {k: round(mine[k] / whole[k], 6) if whole[k] else None for k in TOTALS}}
+    shares = {k: round(mine[k] / whole[k], 6) if whole[k] else None for k in TOTALS}
+    full_usd, subset_usd = money(whole), money(mine)
+    if full_usd is not None:
+        shares["estimated_cost_usd"] = round(subset_usd / full_usd, 6) if full_usd else None
+    return {"full_dataset": {"path": str(source), **{k: whole[k] for k in TOTALS},
+                             **({} if full_usd is None else {"estimated_cost_usd": full_usd})},
+            "share_of_full": shares}
+
+
+def money(plan: dict[str, Any]) -> float | None:
+    """A dry run's list-price estimate in USD (per character for DeepL/Google, per token in and out for an LLM
+    with ``price_in``/``price_out``) for what the memory lacks; None for a backend that charges nothing."""
+    for key in ("cost", "llm"):
+        if plan.get(key) and plan[key].get("estimated_cost_usd") is not None:
+            return plan[key]["estimated_cost_usd"]
+    return None
+
+
+def subset_cost(subset: BeirDataset, translator: Translator, **options: Any) -> dict[str, Any] | None:
+    """What translating the subset would cost from scratch, and its share of the full dataset's cost: both planned
+    as dry runs (nothing sent) against an empty translation memory, so nothing translated before is discounted.
+    ``{"translator", "target", "characters", "tokens", "segments", "estimated_cost_usd", "full_dataset",
+    "share_of_full"}``; None when the full dataset cannot be compared (logged)."""
+    from beirx.translate.pipeline import dry_run
+
+    with tempfile.TemporaryDirectory(prefix="beirx-subset-cost-") as tmp, \
+            TranslationMemory(Path(tmp) / "memory.sqlite") as memory:
+        mine = dry_run(subset, translator, memory, **options)
+        share = share_of_full(subset, translator, memory, mine, **options)
+    if share is None:
+        return None
+    return {"translator": translator.name, "target": translator.tgt, "characters": mine["characters_total"],
+            "tokens": mine["tokens_total"], "segments": mine["segments_unique"],
+            "estimated_cost_usd": money(mine), **share}
