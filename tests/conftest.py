@@ -95,6 +95,20 @@ TINY_QUERIES = [
 TINY_QRELS = {"test": [("q1", "d1", 1), ("q1", "d3", 1), ("q2", "d4", 2), ("q3", "d2", 1)]}
 
 
+def translated_pair(root: Path, english: list[str], spanish: list[str]):
+    """An English dataset and its Spanish translation (documents and queries ``d0..``/``q0..`` with the same
+    texts), as the quality methods' tests score them."""
+    from beirx.data.dataset import BeirDataset
+
+    def build(name, texts):
+        return BeirDataset(write_beir(root / name, [{"_id": f"d{i}", "title": "", "text": t}
+                                                    for i, t in enumerate(texts)],
+                                      [{"_id": f"q{i}", "text": t} for i, t in enumerate(texts)],
+                                      {"test": [("q0", "d0", 1)]}))
+
+    return build("en", english), build("es", spanish)
+
+
 @pytest.fixture
 def tiny_dataset(tmp_path) -> Path:
     """Five documents about animals and three judged queries (and one unjudged)."""

@@ -8,9 +8,8 @@ import json
 
 import pytest
 from artifact_fixtures import row_values
-from conftest import write_beir
+from conftest import translated_pair
 
-from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.evaluate.rerankers.llm_listwise import LLMListwiseReranker
 from beirx.models.llm import LocalLLM
@@ -37,13 +36,7 @@ def asked_in_process(monkeypatch):
 
 
 def _pair(tmp_path):
-    def build(name, texts):
-        return BeirDataset(write_beir(tmp_path / name, [{"_id": f"d{i}", "title": "", "text": t}
-                                                        for i, t in enumerate(texts)],
-                                      [{"_id": f"q{i}", "text": t} for i, t in enumerate(texts)],
-                                      {"test": [("q0", "d0", 1)]}))
-
-    return build("en", ENGLISH), build("es", SPANISH)
+    return translated_pair(tmp_path, ENGLISH, SPANISH)
 
 
 def _judge(judge, source, translated, out):

@@ -9,11 +9,10 @@ import re
 
 import pytest
 from artifact_fixtures import row_flags, row_values
-from conftest import write_beir
+from conftest import translated_pair
 
 from beirx.artifacts.quality import QualityReport
 from beirx.cli import main
-from beirx.data.dataset import BeirDataset
 from beirx.translate.quality.checks import Checks
 from beirx.translate.quality.judge import LLMJudge
 from beirx.translate.quality.mqm import Malformed, parse
@@ -28,13 +27,7 @@ SPANISH = ["La deficiencia de vitamina D es común en los países del norte.",
 
 
 def _pair(tmp_path):
-    def build(name, texts):
-        return BeirDataset(write_beir(tmp_path / name, [{"_id": f"d{i}", "title": "", "text": t}
-                                                        for i, t in enumerate(texts)],
-                                      [{"_id": f"q{i}", "text": t} for i, t in enumerate(texts)],
-                                      {"test": [("q0", "d0", 1)]}))
-
-    return build("en", ENGLISH), build("es", SPANISH)
+    return translated_pair(tmp_path, ENGLISH, SPANISH)
 
 
 def _translation(call) -> str:
