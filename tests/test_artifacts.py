@@ -412,3 +412,19 @@ def test_schema_doc_is_current(capsys):
 def test_integers_in_float_fields_load_as_floats():
     changed = dataclasses.replace(_full_results(), metrics={"NDCG@10": 1})
     assert type(ResultsDocument.from_dict(changed.to_dict()).metrics["NDCG@10"]) is float
+
+
+def test_reading_one_field_of_the_sidecar_stops_after_its_rows(tmp_path):
+    """The sidecar holds each field's rows together, so the queries' rows (written first) are read without the
+    corpus lines after them: a damaged corpus line is never reached, and asking for the corpus finds it."""
+    from beirx.artifacts import quality_rows
+
+    path = tmp_path / quality_rows.FILENAME
+    rows = [quality_rows.record("queries", f"q{i}", [], None, {"similarity": 0.5}) for i in range(3)]
+    rows += [quality_rows.record("corpus", f"d{i}", [], None, {"similarity": 0.9}) for i in range(2)]
+    quality_rows.write(path, rows)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("{not json\n")
+    assert [r["id"] for r in quality_rows.read_fields(path, ["queries"])] == ["q0", "q1", "q2"]
+    with pytest.raises(DataError, match=r":6: not valid JSON"):
+        list(quality_rows.read_fields(path, ["corpus"]))

@@ -135,12 +135,11 @@ class QualityReport(Artifact):
         """Stream the per-row records (:mod:`beirx.artifacts.quality_rows`) of ``fields`` (default all); none
         for a report built in memory and never given rows."""
         wanted = set(self.fields if fields is None else fields)
-        source: Iterable[dict] = ()
         if self._held is not None:
-            source = (row for name in self._held for row in self._held[name])
-        elif self._folder is not None:
-            source = quality_rows.read(self._folder / quality_rows.FILENAME)
-        return (row for row in source if row["field"] in wanted)
+            return (row for name in self._held if name in wanted for row in self._held[name])
+        if self._folder is not None:
+            return quality_rows.read_fields(self._folder / quality_rows.FILENAME, wanted)
+        return iter(())
 
     def worst(self, n: int, fields: Iterable[str] | None = None) -> list[dict]:
         """The ``n`` worst rows of ``fields`` (most flags, then the lowest mean percentile rank; ties by field

@@ -66,6 +66,25 @@ def write(path: Path, rows: Iterable[dict]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def read_fields(path: Path, fields: Iterable[str]) -> Iterator[dict]:
+    """The records of ``fields`` from the sidecar ``path``, which holds each field's rows together: reading stops
+    once every wanted field's rows have passed, so the queries' rows of an MS MARCO report (written first) are
+    read without the 8.8M passages' lines after them."""
+    remaining, current = set(fields), None
+    stream = read(path)
+    try:
+        for row in stream:
+            if row["field"] != current:
+                remaining.discard(current)
+                if not remaining:
+                    return
+                current = row["field"]
+            if current in remaining:
+                yield row
+    finally:
+        stream.close()
+
+
 def read(path: Path) -> Iterator[dict]:
     """Stream the sidecar ``path``; a missing file or a malformed line stops with the file and line named."""
     try:
