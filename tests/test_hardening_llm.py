@@ -371,7 +371,7 @@ def test_a_refused_listwise_window_keeps_its_order_and_transport_faults_stop(ser
     server.faults = lambda call: "drop"  # a transport fault is never a kept order
     again = LLMListwiseReranker("fake-llm", base_url=server.url, window=4, step=2, show_progress=False,
                                 use_cache=False)
-    again.endpoint = dataclasses.replace(again.endpoint, attempts=2, backoff=0.01)
+    again.llm.endpoint = dataclasses.replace(again.llm.endpoint, attempts=2, backoff=0.01)  # the client's limits
     with pytest.raises(LLMError, match="connection failed"):
         again.rerank(queries, corpus, first, depth=4)
 

@@ -42,7 +42,7 @@ from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_promp
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
-from beirx.models.llm import LLM, Endpoint, LLMRequestError, Prices, Request, UsageMeter, connect
+from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter, connect
 from beirx.models.llm.protocol import backend_for
 from beirx.progress import progress
 
@@ -135,15 +135,6 @@ class LLMListwiseReranker(Reranker):
         if self.llm.backend == "transformers":
             self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None
-
-    @property
-    def endpoint(self) -> Endpoint | None:
-        """The server and its limits (None for a model in this process)."""
-        return getattr(self.llm, "endpoint", None)
-
-    @endpoint.setter
-    def endpoint(self, endpoint: Endpoint) -> None:
-        self.llm.endpoint = endpoint
 
     def describe(self) -> dict[str, Any]:
         return {"reranker": self.name, **self.llm.describe(), **self.prompts.describe(), "language": self.language.code,
