@@ -160,11 +160,12 @@ def parse_record(line: str, require_text: bool = True) -> tuple[dict | None, str
     return obj, None
 
 
-def iter_json_records(path: Path, errors: list[DataError] | None,
-                      require_text: bool = True) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and duplicate IDs
-    (duplicates are reported when the file has been read, see :class:`_SeenIds`)."""
-    seen = _SeenIds()
+def iter_json_records(path: Path, errors: list[DataError] | None, require_text: bool = True,
+                      unique: bool = True) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_no, obj)`` for each valid record; check JSON, ``_id``, ``text`` and, when ``unique``,
+    duplicate IDs (reported when the file has been read, see :class:`_SeenIds`: 8 bytes a record, so a reader
+    whose memory must not grow with the file, such as the review sampler, leaves that check to validation)."""
+    seen = _SeenIds() if unique else None
     any_line = False
     for line_no, line in read_lines(path):
         if not line.strip():
@@ -174,11 +175,12 @@ def iter_json_records(path: Path, errors: list[DataError] | None,
         if problem:
             _fail(errors, DataError(path, problem, line_no))
             continue
-        seen.add(obj["_id"])
+        if seen is not None:
+            seen.add(obj["_id"])
         yield line_no, obj
     if not any_line:
         _fail(errors, DataError(path, "file is empty"))
-    for line_no, doc_id in seen.duplicates(path):
+    for line_no, doc_id in seen.duplicates(path) if seen is not None else ():
         _fail(errors, DataError(path, f"duplicate _id {doc_id!r}", line_no))
 
 
@@ -205,9 +207,9 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
         raise DataError(path, f"cannot read: {exc.strerror or exc}", line_no + 1) from exc
 
 
-def iter_corpus(path: Path, errors: list[DataError] | None = None) -> Iterator[Doc]:
+def iter_corpus(path: Path, errors: list[DataError] | None = None, unique: bool = True) -> Iterator[Doc]:
     """Stream the documents of a ``corpus.jsonl[.gz]`` file."""
-    for _, obj in iter_json_records(Path(path), errors):
+    for _, obj in iter_json_records(Path(path), errors, unique=unique):
         yield doc_from_json(obj)
 
 
@@ -216,9 +218,9 @@ def doc_from_json(obj: dict) -> Doc:
     return Doc(id=str(obj["_id"]), text=obj["text"], title=obj.get("title") or "", metadata=obj.get("metadata") or {})
 
 
-def iter_queries(path: Path, errors: list[DataError] | None = None) -> Iterator[Query]:
+def iter_queries(path: Path, errors: list[DataError] | None = None, unique: bool = True) -> Iterator[Query]:
     """Stream the queries of a ``queries.jsonl[.gz]`` file."""
-    for _, obj in iter_json_records(Path(path), errors):
+    for _, obj in iter_json_records(Path(path), errors, unique=unique):
         yield Query(id=obj["_id"], text=obj["text"], metadata=obj.get("metadata") or {})
 
 

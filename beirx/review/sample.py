@@ -21,7 +21,9 @@ import random
 from collections.abc import Iterator
 
 from beirx.artifacts.quality import QualityReport
+from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
+from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.review.store import Item
 
@@ -31,12 +33,17 @@ STRATA = ("worst", "queries", "documents", "random")
 FIELD_OF = {"queries": "queries", "documents": "corpus"}
 
 
-def _keys(dataset: BeirDataset, field: str) -> Iterator[str]:
-    """IDs of a field, streamed (the translated side's: it is what is reviewed)."""
+def _records(dataset: BeirDataset, field: str) -> Iterator[Query | Doc]:
+    """A field's records, streamed without the reader's duplicate-ID check: its 8 bytes a record would make the
+    sampler grow with the corpus (``beirx validate`` checks for duplicates)."""
     if field == "queries":
-        yield from (q.id for q in dataset.queries.values())
-    else:
-        yield from (d.id for d in dataset.iter_corpus())
+        return beir_io.iter_queries(dataset.queries_path, unique=False)
+    return beir_io.iter_corpus(dataset.corpus_path, unique=False)
+
+
+def _keys(dataset: BeirDataset, field: str) -> Iterator[tuple[str, str]]:
+    """``(field, ID)`` of a field's records (the translated side's: it is what is reviewed)."""
+    return ((field, record.id) for record in _records(dataset, field))
 
 
 def _reservoir(keys: Iterator[tuple[str, str]], k: int, rng: random.Random, skip: set) -> list[tuple[str, str]]:
@@ -78,10 +85,10 @@ def draw(source: BeirDataset, translated: BeirDataset, size: int, seed: int,
     carry = want["worst"] - len(picked)
     for stratum in ("queries", "documents"):
         field = FIELD_OF[stratum]
-        drawn = _reservoir(((field, i) for i in _keys(translated, field)), want[stratum], rng, set(picked))
+        drawn = _reservoir(_keys(translated, field), want[stratum], rng, set(picked))
         carry += want[stratum] - len(drawn)
         picked.update((key, stratum) for key in drawn)
-    everything = ((f, i) for f in ("queries", "corpus") for i in _keys(translated, f))
+    everything = (key for f in ("queries", "corpus") for key in _keys(translated, f))
     picked.update((key, "random") for key in _reservoir(everything, want["random"] + carry, rng, set(picked)))
     if len(picked) < size:
         log.info("the translation has only %d items to review; the sample has them all", len(picked))
@@ -93,14 +100,13 @@ def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple
     """Items in stratum order (then field, ID) with both texts, read in one streaming pass per file."""
     texts: dict[tuple[str, str], dict[str, str]] = {key: {} for key in picked}
     for side, dataset in (("source", source), ("translation", translated)):
-        for qid, query in dataset.queries.items():
-            if ("queries", qid) in texts:
-                texts[("queries", qid)][side] = query.text
-        for doc in dataset.iter_corpus():
-            if ("corpus", doc.id) in texts:
-                texts[("corpus", doc.id)][side] = doc.joined()
-                if side == "translation":
-                    texts[("corpus", doc.id)]["title"] = doc.title
+        for field in ("queries", "corpus"):
+            for record in _records(dataset, field):
+                found = texts.get((field, record.id))
+                if found is not None:
+                    found[side] = record.text if field == "queries" else record.joined()
+                    if side == "translation" and field == "corpus":
+                        found["title"] = record.title
     unmatched = [key for key in picked if "translation" not in texts[key] or not texts[key].get("source", "").strip()]
     if unmatched:
         log.warning("%d sampled items are missing from one side or have no source text (e.g. %s %s); they are left "
