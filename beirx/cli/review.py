@@ -75,7 +75,7 @@ def _serve(args) -> int:
     from beirx.artifacts.quality import QualityReport
     from beirx.data.resolve import resolve_translation
     from beirx.review.sample import draw
-    from beirx.review.server import is_loopback, listen, serve
+    from beirx.review.app import is_loopback, listen, serve
     from beirx.review.store import ReviewStore
 
     if not is_loopback(args.host) and not args.token:
@@ -90,7 +90,7 @@ def _serve(args) -> int:
         raise BeirxError(f"{store.path.parent} is read-only (a read-only file system or folder): the review app saves "
                          f"every rating there, so it cannot run; the review in {store.path} is intact. Make the "
                          "folder writable, or copy the dataset to a writable place and review the copy")
-    if not store.has_sample():
+    if not store.size():
         quality_path = args.quality or QualityReport.path_in(translated.root)
         quality = QualityReport.load_optional(quality_path, "drawing the sample without a 'worst' stratum")
         if quality is not None and quality.translated.checksum != translated.checksum():

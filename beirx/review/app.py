@@ -9,15 +9,22 @@ A bar shows the annotator's progress. Every submission is committed before the n
 The app is :func:`create_app`: the routes (:mod:`beirx.review.routes`) get a :class:`~beirx.review.security.Review`
 (the store, the review's settings and its security checks, :mod:`beirx.review.security`) as a dependency, and
 every request passes :func:`guard` first.
+
+``beirx review`` binds the port (:func:`listen`) before it writes or prints anything, so a port in use is a clear
+error (exit 2) instead of a link to a server that never started; uvicorn then serves on that very socket
+(:func:`serve`), one process and one event loop.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import logging
 import secrets
+import socket
 from pathlib import Path
 
-from beirx.errors import require
+from beirx.errors import BeirxError, require
 from beirx.review.security import CSP, SID, Review
 from beirx.review.store import ReviewStore
 
@@ -54,9 +61,7 @@ async def guard(request, call_next):
     fresh = not (sid and len(sid) == 32 and all(c in "0123456789abcdef" for c in sid))
     request.state.sid = secrets.token_hex(16) if fresh else sid
     try:
-        response = review.refusal(request)
-        if response is None:
-            response = await call_next(request)
+        response = review.refusal(request) or await call_next(request)
     except Exception:  # a bug: logged, and the refusal still carries the headers below
         log.exception("the review app failed on %s %s", request.method, request.url.path)
         response = review.html("denied.html", status=500, reason="the server failed; see its log")
@@ -65,3 +70,42 @@ async def guard(request, call_next):
     if fresh:
         response.set_cookie(SID, request.state.sid, httponly=True, samesite="strict")
     return response
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` and listening; a port in use or an address this machine does not have
+    is a :class:`BeirxError` naming them."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)  # as uvicorn binds a host
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart need not wait
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:  # socket.gaierror (a host name that does not resolve) included
+        sock.close()
+        if isinstance(exc, socket.gaierror):
+            raise BeirxError(f"cannot listen on --host {host}: {exc.strerror}") from None
+        if exc.errno == errno.EADDRINUSE:
+            raise BeirxError(f"port {port} on {host} is already in use (another beirx review, or another "
+                             "program): choose a free one with --port") from None
+        raise BeirxError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+def serve(store: ReviewStore, sock: socket.socket, host: str, token: str | None, languages: tuple[str, str]) -> None:
+    """Serve on ``sock`` (from :func:`listen` on ``host``) until interrupted. Serving beyond this machine without
+    an access token is refused (the command refuses it before binding; this is the last guard)."""
+    uvicorn = require("uvicorn", "review", "the review web app")
+    if not is_loopback(host) and not token:
+        raise BeirxError(f"refusing to serve the review on {host} without an access token")
+    app = create_app(store, token, languages, host=host, port=sock.getsockname()[1])
+    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])

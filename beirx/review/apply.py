@@ -21,6 +21,7 @@ differently, ``annotator`` names whose corrections win.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -64,18 +65,11 @@ def corrections(store: ReviewStore, annotator: str | None = None) -> list[Change
             for p, versions in sorted(found.items()) for (text, title), names in versions.items()]
 
 
-def _current(record: Doc | Query) -> str:
-    return record.joined() if isinstance(record, Doc) else record.text
-
-
 def apply_corrections(dataset: BeirDataset, annotator: str | None = None, force: bool = False,
                       dry_run: bool = False) -> dict[str, int]:
     """Apply the review's corrections to ``dataset``; return the records changed per field."""
-    store = ReviewStore.in_folder(dataset.root)
-    try:
+    with ReviewStore.in_folder(dataset.root) as store:
         changes = corrections(store, annotator)
-    finally:
-        store.close()
     by_field = {f: {c.item.id: c for c in changes if c.item.field == f} for f in ("queries", "corpus")}
     todo: dict[str, dict[str, Change]] = {"queries": {}, "corpus": {}}
     for field, wanted in by_field.items():
@@ -89,7 +83,8 @@ def apply_corrections(dataset: BeirDataset, annotator: str | None = None, force:
             title = getattr(record, "title", None)
             if record.text == change.text and (change.title is None or title == change.title):
                 continue  # applied before
-            if _current(record) != change.item.translation and not force:
+            current = record.joined() if isinstance(record, Doc) else record.text
+            if current != change.item.translation and not force:
                 raise BeirxError(f"{dataset.root}: {field} {item_id} changed since the review sample was drawn (it no "
                                  "longer holds the machine output the annotator corrected); nothing was applied "
                                  "(--force applies the correction anyway)")
@@ -108,28 +103,23 @@ def _write(dataset: BeirDataset, todo: dict[str, dict[str, Change]], staging: Pa
     """The corrected data files and the log (old entries, then one per change) in ``staging``."""
     stamp = utc_now()
     lines: list[str] = []
+
+    def corrected(field: str, records: Iterable[Doc | Query]) -> Iterator[Doc | Query]:
+        for record in records:
+            change = todo[field].get(record.id)
+            if change is not None:
+                corpus = isinstance(record, Doc)
+                machine = ({"title": record.title} if corpus else {}) | {"text": record.text}
+                lines.append(_log_line(field, record.id, machine, change, stamp))
+                record = record.with_text(change.text, change.title) if corpus else record.with_text(change.text)
+            yield record
+
     if todo["queries"]:
-        def queries():
-            for query in dataset.queries.values():
-                change = todo["queries"].get(query.id)
-                if change is None:
-                    yield query
-                    continue
-                lines.append(_log_line("queries", query.id, {"text": query.text}, change, stamp))
-                yield Query(query.id, change.text, query.metadata)
-
-        beir_io.write_queries(staging / dataset.queries_path.relative_to(dataset.root), queries())
+        beir_io.write_queries(staging / dataset.queries_path.relative_to(dataset.root),
+                              corrected("queries", dataset.queries.values()))
     if todo["corpus"]:
-        def corpus():
-            for doc in dataset.iter_corpus():
-                change = todo["corpus"].get(doc.id)
-                if change is None:
-                    yield doc
-                    continue
-                lines.append(_log_line("corpus", doc.id, {"title": doc.title, "text": doc.text}, change, stamp))
-                yield doc.with_text(change.text, change.title)
-
-        beir_io.write_corpus(staging / dataset.corpus_path.relative_to(dataset.root), corpus())
+        beir_io.write_corpus(staging / dataset.corpus_path.relative_to(dataset.root),
+                             corrected("corpus", dataset.iter_corpus()))
     log_path = dataset.root / FOLDER / LOG_FILE
     with atomic_writer(staging / FOLDER / LOG_FILE) as out:
         if log_path.is_file():

@@ -41,11 +41,11 @@ def build_review(store: ReviewStore, min_adequacy: float = MIN_ADEQUACY,
     for rating in store.ratings():
         by_item.setdefault(rating.position, []).append(rating)
     annotators = sorted({r.annotator for ratings in by_item.values() for r in ratings})
-    items: list[ReviewItem] = []
-    for item in store.items():
+    stored, items = store.items(), []
+    for item in stored:
         ratings = by_item.get(item.position, [])
-        adequacy = sum(r.adequacy for r in ratings) / len(ratings) if ratings else None
-        fluency = sum(r.fluency for r in ratings) / len(ratings) if ratings else None
+        adequacy, fluency = (sum(getattr(r, scale) for r in ratings) / len(ratings) if ratings else None
+                             for scale in ("adequacy", "fluency"))
         items.append(ReviewItem(
             field=item.field, id=item.id, stratum=item.stratum,
             ratings=[Rating(annotator=r.annotator, adequacy=r.adequacy, fluency=r.fluency, errors=r.errors,
@@ -54,11 +54,11 @@ def build_review(store: ReviewStore, min_adequacy: float = MIN_ADEQUACY,
             adequacy=adequacy, fluency=fluency,
             acceptable=None if adequacy is None else adequacy >= min_adequacy and fluency >= min_fluency,
             scores=item.scores))
-    positions = [item.position for item in store.items()]
+    positions = [item.position for item in stored]
+    multi = [p for p in positions if len(by_item.get(p, [])) >= 2]
     agreement = {}
     for scale in ("adequacy", "fluency"):
         values = {(r.annotator, r.position): getattr(r, scale) for ratings in by_item.values() for r in ratings}
-        multi = [p for p in positions if len(by_item.get(p, [])) >= 2]
         agreement[scale] = Agreement(alpha=statistics.krippendorff_alpha(values, annotators, positions), level="ordinal",
                                      items=len(multi), ratings=sum(len(by_item[p]) for p in multi))
     acceptable = Acceptability(
@@ -84,11 +84,8 @@ def build_review(store: ReviewStore, min_adequacy: float = MIN_ADEQUACY,
 
 def export_review(dataset_root: Path | str, output: Path | str | None = None, **rule) -> tuple[ReviewDocument, Path]:
     """Write ``review.json`` (default ``<dataset>/review/review.json``) atomically; return it and its path."""
-    store = ReviewStore.in_folder(dataset_root)
-    try:
+    with ReviewStore.in_folder(dataset_root) as store:
         document = build_review(store, **rule)
-    finally:
-        store.close()
     path = Path(output) if output is not None else ReviewDocument.path_in(dataset_root)
     document.save(path)
     return document, path

@@ -1,6 +1,6 @@
 """The review app's pages and form posts (:func:`beirx.review.app.create_app` mounts them).
 
-Each route is a function of its request and explicit dependencies: the app's :class:`~beirx.review.app.Review`
+Each route is a function of its request and explicit dependencies: the app's :class:`~beirx.review.security.Review`
 (store, settings, security checks) and the signed-in annotator. Every request has passed
 :func:`beirx.review.app.guard` before it gets here. Synchronous routes run in FastAPI's worker threads; the
 asynchronous ones (form posts) read the bounded body on the event loop and touch the database only in a
@@ -43,8 +43,7 @@ def _redirect(url: str) -> RedirectResponse:
 def home(request: Request, review: Review = Depends(review_of), who: str | None = Depends(annotator)):
     if who is None:
         return review.page(request, "login.html", size=review.size, error=None)
-    target = next_unrated(review, who)
-    return _redirect(f"/items/{target}" if target else "/done")
+    return next_unrated(review, who)
 
 
 @router.post("/login")
@@ -57,7 +56,7 @@ async def login(request: Request, review: Review = Depends(review_of)):
         return review.page(request, "login.html", status=400, size=review.size,
                            error=f"enter a name of 1 to {MAX_NAME} printable characters")
     response = _redirect("/")
-    tag = review.signer.tag("annotator", request.state.sid, name)
+    tag = review.tag("annotator", request.state.sid, name)
     response.set_cookie(ANNOTATOR, quote(f"{name}\x1f{tag}"), httponly=True, samesite="strict")
     return response
 
@@ -118,14 +117,15 @@ def save(review: Review, request: Request, position: str, who: str, fields: dict
                                f"{CORRECTION_SLACK}): nothing was saved")
     errors = {c: fields[f"error_{c}"] for c in ERROR_CATEGORIES if fields.get(f"error_{c}") in SEVERITIES}
     review.store.save_rating(item.position, who, int(adequacy), int(fluency), errors, correction)
-    target = next_unrated(review, who, item.position)
-    return _redirect(f"/items/{target}" if target else "/done")
+    return next_unrated(review, who, item.position)
 
 
-def next_unrated(review: Review, who: str, after: int = 0) -> int | None:
+def next_unrated(review: Review, who: str, after: int = 0) -> RedirectResponse:
+    """To the annotator's first unrated item after ``after`` (wrapping around), or to the end page."""
     done = review.store.rated_positions(who)
-    order = list(range(after + 1, review.size + 1)) + list(range(1, after + 1))
-    return next((p for p in order if p not in done), None)
+    order = [*range(after + 1, review.size + 1), *range(1, after + 1)]
+    target = next((p for p in order if p not in done), None)
+    return _redirect(f"/items/{target}" if target else "/done")
 
 
 def item_at(review: Review, request: Request, position: str):
@@ -150,13 +150,12 @@ def item_page(review: Review, request: Request, item: Item, who: str, status: in
                       errors={c: posted.get(f"error_{c}", "") for c in ERROR_CATEGORIES},
                       correction_title=posted.get("correction_title", title),
                       correction_text=posted.get("correction_text", text))
-    size = review.size
-    return review.page(request, "item.html", status, item=item, who=who, size=size,
+    return review.page(request, "item.html", status, item=item, who=who, size=review.size,
                        mine=len(review.store.rated_positions(who)), saved=saved,
                        total_ratings=review.store.rating_count(), languages=review.languages, scales=SCALES,
                        categories=ERROR_CATEGORIES, severities=SEVERITIES, values=values, error=error,
                        has_title=bool(item.title), previous=item.position - 1 if item.position > 1 else None,
-                       next=item.position + 1 if item.position < size else None)
+                       next=item.position + 1 if item.position < review.size else None)
 
 
 def _split(item: Item) -> tuple[str, str]:
@@ -171,8 +170,6 @@ def _correction(item: Item, fields: dict[str, str]) -> dict[str, str] | None:
     title, text = _split(item)
     new_text = fields.get("correction_text", text).strip()
     new_title = fields.get("correction_title", title).strip() if item.title else None
-    if new_text == text.strip() and (new_title is None or new_title == title.strip()):
-        return None
-    if not new_text:
+    if not new_text or (new_text == text.strip() and (new_title is None or new_title == title.strip())):
         return None
     return {"text": new_text} | ({"title": new_title} if new_title is not None else {})

@@ -30,7 +30,6 @@ from beirx.review.store import Item
 log = logging.getLogger(__name__)
 
 STRATA = ("worst", "queries", "documents", "random")
-FIELD_OF = {"queries": "queries", "documents": "corpus"}
 
 
 def _records(dataset: BeirDataset, field: str) -> Iterator[Query | Doc]:
@@ -41,9 +40,9 @@ def _records(dataset: BeirDataset, field: str) -> Iterator[Query | Doc]:
     return beir_io.iter_corpus(dataset.corpus_path, unique=False)
 
 
-def _keys(dataset: BeirDataset, field: str) -> Iterator[tuple[str, str]]:
-    """``(field, ID)`` of a field's records (the translated side's: it is what is reviewed)."""
-    return ((field, record.id) for record in _records(dataset, field))
+def _keys(dataset: BeirDataset, *fields: str) -> Iterator[tuple[str, str]]:
+    """``(field, ID)`` of the fields' records (the translated side's: it is what is reviewed)."""
+    return ((field, record.id) for field in fields for record in _records(dataset, field))
 
 
 def _reservoir(keys: Iterator[tuple[str, str]], k: int, rng: random.Random, skip: set) -> list[tuple[str, str]]:
@@ -56,19 +55,17 @@ def _reservoir(keys: Iterator[tuple[str, str]], k: int, rng: random.Random, skip
         seen += 1
         if len(chosen) < k:
             chosen.append(key)
-        else:
-            j = rng.randrange(seen)
-            if j < k:
-                chosen[j] = key
+        elif (j := rng.randrange(seen)) < k:  # the stream's item number seen replaces one with probability k/seen
+            chosen[j] = key
     return sorted(chosen)  # the stream order is the file order; sorting makes the order independent of it
 
 
 def quotas(size: int, with_worst: bool) -> dict[str, int]:
     strata = STRATA if with_worst else STRATA[1:]
     share = size // len(strata)
-    out = {s: share for s in strata}
+    out = {s: share if s in strata else 0 for s in STRATA}
     out["random"] += size - share * len(strata)
-    return {s: out.get(s, 0) for s in STRATA}
+    return out
 
 
 def draw(source: BeirDataset, translated: BeirDataset, size: int, seed: int,
@@ -83,13 +80,12 @@ def draw(source: BeirDataset, translated: BeirDataset, size: int, seed: int,
             picked[(row["field"], row["id"])] = "worst"
     rng = random.Random(seed)
     carry = want["worst"] - len(picked)
-    for stratum in ("queries", "documents"):
-        field = FIELD_OF[stratum]
+    for stratum, field in (("queries", "queries"), ("documents", "corpus")):
         drawn = _reservoir(_keys(translated, field), want[stratum], rng, set(picked))
         carry += want[stratum] - len(drawn)
         picked.update((key, stratum) for key in drawn)
-    everything = (key for f in ("queries", "corpus") for key in _keys(translated, f))
-    picked.update((key, "random") for key in _reservoir(everything, want["random"] + carry, rng, set(picked)))
+    everything = _reservoir(_keys(translated, "queries", "corpus"), want["random"] + carry, rng, set(picked))
+    picked.update((key, "random") for key in everything)
     if len(picked) < size:
         log.info("the translation has only %d items to review; the sample has them all", len(picked))
     return _with_texts(source, translated, picked, quality)
@@ -105,8 +101,7 @@ def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple
                 found = texts.get((field, record.id))
                 if found is not None:
                     found[side] = record.text if field == "queries" else record.joined()
-                    if side == "translation" and field == "corpus":
-                        found["title"] = record.title
+                    found["title"] = getattr(record, "title", "")  # the translation's: read last
     unmatched = [key for key in picked if "translation" not in texts[key] or not texts[key].get("source", "").strip()]
     if unmatched:
         log.warning("%d sampled items are missing from one side or have no source text (e.g. %s %s); they are left "
@@ -116,9 +111,5 @@ def _with_texts(source: BeirDataset, translated: BeirDataset, picked: dict[tuple
     if quality is not None:  # one streaming pass over the sidecar, keeping the sampled rows' scores
         scores = {(row["field"], row["id"]): row["scores"] for row in quality.rows()
                   if (row["field"], row["id"]) in texts}
-    items = []
-    for position, (field, item_id) in enumerate(order, 1):
-        found = texts[(field, item_id)]
-        items.append(Item(position, field, item_id, picked[(field, item_id)], found["source"], found["translation"],
-                          found.get("title", ""), scores.get((field, item_id), {})))
-    return items
+    return [Item(position, *key, picked[key], texts[key]["source"], texts[key]["translation"], texts[key]["title"],
+                 scores.get(key, {})) for position, key in enumerate(order, 1)]

@@ -44,19 +44,6 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "frame-ancestors 'none'; base-uri 'none'")
 
 
-class Signer:
-    """HMAC-SHA256 tags with the review's secret (kept in the review database, so restarts keep sessions)."""
-
-    def __init__(self, secret: bytes):
-        self.secret = secret
-
-    def tag(self, *parts: str) -> str:
-        return hmac.new(self.secret, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
-
-    def check(self, tag: str | None, *parts: str) -> bool:
-        return bool(tag) and same_secret(tag, self.tag(*parts))
-
-
 def same_secret(given: str, expected: str) -> bool:
     """Constant-time equality of two texts as UTF-8 bytes (``hmac.compare_digest`` refuses non-ASCII ``str``)."""
     return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))
@@ -97,12 +84,21 @@ class Review:
     def __init__(self, store: ReviewStore, token: str | None, languages: tuple[str, str], host: str,
                  port: int | None, templates):
         self.store, self.token, self.languages, self.templates = store, token, languages, templates
-        self.signer = Signer(store.secret())
+        self.secret = store.secret()  # kept in the review database, so restarts keep sessions
         self.names = host_names(host)
         self.hosts = None if self.names is None else frozenset(v for n in self.names
                                                                for v in (n, f"{n}:{port}" if port else n))
         self.body_limit = BODY_LIMIT + ENCODED_CHAR * max((correction_limit(i) for i in store.items()), default=0)
+        self.too_large = (f"the form is larger than {self.body_limit} bytes, the most this review accepts: "
+                          "nothing was saved")
         self.size = store.size()
+
+    def tag(self, *parts: str) -> str:
+        """An HMAC-SHA256 tag of ``parts`` with the review's secret (signed cookies, form tokens)."""
+        return hmac.new(self.secret, "\x1f".join(parts).encode(), hashlib.sha256).hexdigest()
+
+    def signed(self, tag: str | None, *parts: str) -> bool:
+        return bool(tag) and same_secret(tag, self.tag(*parts))
 
     def html(self, name: str, status: int = 200, **values: Any):
         from fastapi.responses import HTMLResponse
@@ -112,7 +108,7 @@ class Review:
 
     def page(self, request, name: str, status: int = 200, **values: Any):
         """A page whose forms carry the session's CSRF token."""
-        return self.html(name, status, csrf=self.signer.tag("csrf", request.state.sid), **values)
+        return self.html(name, status, csrf=self.tag("csrf", request.state.sid), **values)
 
     def refusal(self, request):
         """The refusal (or the token's redirect) for a request that may not go through, else None."""
@@ -125,14 +121,14 @@ class Review:
         if not length.isascii() or not length.isdigit():
             return self.html("denied.html", status=400, reason="invalid Content-Length")
         if int(length) > self.body_limit:
-            return self.html("denied.html", status=413, reason=_too_large(self.body_limit))
+            return self.html("denied.html", status=413, reason=self.too_large)
         if self.token is not None:
             given = request.query_params.get("token")
             if given is not None and same_secret(given, self.token):
                 response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-                response.set_cookie(ACCESS, self.signer.tag("access", self.token), httponly=True, samesite="strict")
+                response.set_cookie(ACCESS, self.tag("access", self.token), httponly=True, samesite="strict")
                 return response
-            if not self.signer.check(request.cookies.get(ACCESS), "access", self.token):
+            if not self.signed(request.cookies.get(ACCESS), "access", self.token):
                 return self.html("denied.html", status=401)
         if request.method == "POST" and not _same_origin(request, self.hosts):
             return self.html("denied.html", status=403, reason="cross-site form post refused")
@@ -141,7 +137,7 @@ class Review:
     def annotator(self, request) -> str | None:
         """The annotator named by the request's cookie when its tag matches the session, else None."""
         name, _, tag = unquote(request.cookies.get(ANNOTATOR) or "").rpartition("\x1f")
-        return name if name and self.signer.check(tag, "annotator", request.state.sid, name) else None
+        return name if name and self.signed(tag, "annotator", request.state.sid, name) else None
 
     async def form(self, request):
         """``(fields, None)``, or ``(None, refusal)`` when the form is too large or its CSRF token does not match
@@ -150,9 +146,9 @@ class Review:
         async for chunk in request.stream():
             body += chunk
             if len(body) > self.body_limit:  # a body sent without its length
-                return None, self.page(request, "denied.html", status=413, reason=_too_large(self.body_limit))
+                return None, self.page(request, "denied.html", status=413, reason=self.too_large)
         fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True).items()}
-        if not self.signer.check(fields.get("csrf"), "csrf", request.state.sid):
+        if not self.signed(fields.get("csrf"), "csrf", request.state.sid):
             return None, self.page(request, "denied.html", status=403, reason="the form expired: reload the page")
         return fields, None
 
@@ -173,7 +169,3 @@ def _same_origin(request, hosts: frozenset[str] | None) -> bool:
     if origin == "null" and site == "same-origin":
         return True
     return origin.lower() in origins
-
-
-def _too_large(limit: int) -> str:
-    return f"the form is larger than {limit} bytes, the most this review accepts: nothing was saved"

@@ -26,11 +26,8 @@ def krippendorff_alpha(ratings: dict[tuple[str, int], int], annotators: list[str
     """Ordinal alpha of ``ratings[(annotator, item)]``; None when undefined (fewer than two ratings on every
     item, or one value only)."""
     krippendorff = require("krippendorff", "review", "inter-annotator agreement")
-    data = np.full((len(annotators), len(items)), np.nan)
-    for a, annotator in enumerate(annotators):
-        for i, item in enumerate(items):
-            if (annotator, item) in ratings:
-                data[a, i] = ratings[(annotator, item)]
+    data = np.array([[ratings.get((a, i), np.nan) for i in items] for a in annotators], dtype=float)
+    data = data.reshape(len(annotators), len(items))
     pairable = (~np.isnan(data)).sum(axis=0) >= 2
     if not pairable.any():
         return None

@@ -22,7 +22,7 @@ from typing import Any
 
 from beirx.artifacts.base import utc_now
 from beirx.errors import BeirxError
-from beirx.sqlite_store import WriteTransaction, connect
+from beirx.sqlite_store import Database, WriteTransaction, connect
 
 FILENAME = "review.sqlite"
 FOLDER = "review"  # in the translated dataset's folder, beside review.json
@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS ratings (
     errors TEXT NOT NULL, correction TEXT, created TEXT NOT NULL, updated TEXT NOT NULL,
     PRIMARY KEY (position, annotator));
 """
+_ITEMS = "SELECT position, field, id, stratum, source, translation, title, scores FROM items"
+_RATINGS = "SELECT position, annotator, adequacy, fluency, errors, correction, updated FROM ratings"
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,9 @@ class StoredRating:
     updated: str
 
 
-class ReviewStore:
+class ReviewStore(Database):
     """The review database of one translated dataset; safe to share between threads of one process
-    (one connection per thread) and between processes (SQLite locking)."""
+    (one connection per thread: :meth:`close` closes the calling thread's) and between processes (SQLite locking)."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -90,7 +92,7 @@ class ReviewStore:
         #: the folder or the file cannot be written (SQLite would need to create its -wal and -shm files there)
         self.read_only = self.path.is_file() and not (os.access(self.path.parent, os.W_OK)
                                                       and os.access(self.path, os.W_OK))
-        conn = self._conn()
+        conn = self._conn
         if not self.read_only:
             with WriteTransaction(conn):
                 for statement in filter(str.strip, _SCHEMA.split(";")):
@@ -111,12 +113,11 @@ class ReviewStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         return cls(path)
 
+    @property
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._open()
-            self._local.conn = conn
-        return conn
+        if getattr(self._local, "conn", None) is None:
+            self._local.conn = self._open()
+        return self._local.conn
 
     def _open(self) -> sqlite3.Connection:
         """Opened by :func:`beirx.sqlite_store.connect` with ``synchronous = FULL``; read-only where the folder
@@ -139,16 +140,13 @@ class ReviewStore:
 
     # -- the sample ---------------------------------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self._conn().execute("SELECT key, value FROM meta")}
-
-    def has_sample(self) -> bool:
-        return self._conn().execute("SELECT COUNT(*) FROM items").fetchone()[0] > 0
+        return {k: json.loads(v) for k, v in self._conn.execute("SELECT key, value FROM meta")}
 
     def create_sample(self, items: list[Item], meta: dict[str, Any]) -> None:
         """Store the drawn sample and its description (once: a review's items never change under it)."""
-        conn = self._conn()
+        conn = self._conn
         with WriteTransaction(conn):
-            if conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]:
+            if self.size():
                 raise BeirxError(f"{self.path} already holds a sample")
             conn.executemany("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                              [(i.position, i.field, i.id, i.stratum, i.source, i.translation, i.title,
@@ -157,17 +155,14 @@ class ReviewStore:
                              [(k, json.dumps(v)) for k, v in {**meta, "secret": secrets.token_hex(32)}.items()])
 
     def items(self) -> list[Item]:
-        rows = self._conn().execute("SELECT position, field, id, stratum, source, translation, title, scores "
-                                    "FROM items ORDER BY position")
-        return [Item(*row[:7], scores=json.loads(row[7])) for row in rows]
+        return [_item(row) for row in self._conn.execute(f"{_ITEMS} ORDER BY position")]
 
     def item(self, position: int) -> Item | None:
-        row = self._conn().execute("SELECT position, field, id, stratum, source, translation, title, scores "
-                                   "FROM items WHERE position = ?", (position,)).fetchone()
-        return Item(*row[:7], scores=json.loads(row[7])) if row else None
+        row = self._conn.execute(f"{_ITEMS} WHERE position = ?", (position,)).fetchone()
+        return _item(row) if row else None
 
     def size(self) -> int:
-        return self._conn().execute("SELECT COUNT(*) FROM items").fetchone()[0]
+        return self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 
     def secret(self) -> bytes:
         """The key that signs this review's cookies and form tokens (random, made with the sample)."""
@@ -178,7 +173,7 @@ class ReviewStore:
                     correction: dict[str, str] | None) -> None:
         """Insert or replace ``annotator``'s rating of item ``position``; committed (and synced) on return."""
         stamp = utc_now()
-        conn = self._conn()
+        conn = self._conn
         with WriteTransaction(conn):
             conn.execute(
                 "INSERT INTO ratings VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (position, annotator) DO UPDATE SET "
@@ -188,22 +183,22 @@ class ReviewStore:
                  None if correction is None else json.dumps(correction, ensure_ascii=False), stamp, stamp))
 
     def rating(self, position: int, annotator: str) -> StoredRating | None:
-        row = self._conn().execute("SELECT position, annotator, adequacy, fluency, errors, correction, updated "
-                                   "FROM ratings WHERE position = ? AND annotator = ?", (position, annotator)).fetchone()
+        row = self._conn.execute(f"{_RATINGS} WHERE position = ? AND annotator = ?", (position, annotator)).fetchone()
         return _rating(row) if row else None
 
     def ratings(self) -> list[StoredRating]:
-        rows = self._conn().execute("SELECT position, annotator, adequacy, fluency, errors, correction, updated "
-                                    "FROM ratings ORDER BY position, annotator")
-        return [_rating(row) for row in rows]
+        return [_rating(row) for row in self._conn.execute(f"{_RATINGS} ORDER BY position, annotator")]
 
     def rated_positions(self, annotator: str) -> set[int]:
-        return {p for (p,) in self._conn().execute("SELECT position FROM ratings WHERE annotator = ?", (annotator,))}
+        return {p for (p,) in self._conn.execute("SELECT position FROM ratings WHERE annotator = ?", (annotator,))}
 
     def rating_count(self) -> int:
-        return self._conn().execute("SELECT COUNT(*) FROM ratings").fetchone()[0]
+        return self._conn.execute("SELECT COUNT(*) FROM ratings").fetchone()[0]
+
+
+def _item(row) -> Item:
+    return Item(*row[:7], scores=json.loads(row[7]))
 
 
 def _rating(row) -> StoredRating:
-    return StoredRating(row[0], row[1], row[2], row[3], json.loads(row[4]), None if row[5] is None else json.loads(row[5]),
-                        row[6])
+    return StoredRating(*row[:4], json.loads(row[4]), None if row[5] is None else json.loads(row[5]), row[6])
