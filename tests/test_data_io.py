@@ -77,6 +77,20 @@ def test_bad_corpus_line_names_file_and_line(tmp_path, bad, line, message):
     assert str(err).startswith(f"{tmp_path / 'corpus.jsonl'}:{line}: ")
 
 
+def test_reading_without_the_duplicate_check_keeps_the_other_checks(tmp_path, monkeypatch):
+    """``unique=False`` (a reader whose memory must not grow with the file: the review sampler) keeps no hash per
+    record and yields a repeated ID twice; malformed lines are still errors naming their line."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(GOOD + "\n" + json.dumps({"_id": "d1", "text": "again"}) + "\n", encoding="utf-8")
+    monkeypatch.setattr(beir_io, "_SeenIds", lambda: pytest.fail("unique=False kept every ID"))
+    assert [(d.id, d.text) for d in beir_io.iter_corpus(path, unique=False)] == [("d1", "ok"), ("d1", "again")]
+    assert [q.id for q in beir_io.iter_queries(path, unique=False)] == ["d1", "d1"]
+    path.write_text(GOOD + '\n{"_id": "d2", "text": "unterminated\n', encoding="utf-8")
+    with pytest.raises(DataError, match="malformed JSON") as exc:
+        list(beir_io.iter_corpus(path, unique=False))
+    assert exc.value.line == 2
+
+
 def test_empty_file_is_an_error(tmp_path):
     path = tmp_path / "queries.jsonl"
     path.write_text("\n", encoding="utf-8")

@@ -13,6 +13,7 @@ from review_fixtures import jsonl, write_pair
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.cli import main
+from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
 from beirx.review import statistics
@@ -81,6 +82,19 @@ def test_the_sample_reads_the_rows_of_the_report_on_disk_and_names_a_missing_sid
     with pytest.raises(DataError, match=r"rows\.jsonl: cannot read the per-row quality scores .*copy it along, or run "
                                         "beirx quality again"):
         draw(source, translated, 20, seed=1, quality=saved)
+
+
+def test_the_sample_holds_no_state_per_record(tmp_path, monkeypatch):
+    """Bounded memory (issue 32): the sampler streams the files without the readers' duplicate-ID hashes (8 bytes
+    a record) and never loads the queries whole; the sample is the same."""
+    source, translated = _synthetic(tmp_path)
+    quality = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", methods=[IdNumber()],
+                          show_progress=False)
+    expected = [(i.field, i.id, i.stratum) for i in draw(source, translated, 20, seed=1, quality=quality)]
+    monkeypatch.setattr(beir_io, "_SeenIds", lambda: pytest.fail("the sampler kept every ID"))
+    monkeypatch.setattr(BeirDataset, "queries", property(lambda self: pytest.fail("the sampler loaded every query")))
+    items = draw(source, translated, 20, seed=1, quality=quality)
+    assert [(i.field, i.id, i.stratum) for i in items] == expected and len(expected) == 20
 
 
 def test_agreement_interval_and_correlation():
