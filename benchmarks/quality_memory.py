@@ -142,7 +142,10 @@ def child(step: str, source: Path, translated: Path, encoder: Path) -> None:
         from beirx.data.dataset import BeirDataset
         from beirx.review.sample import draw
 
-        quality = QualityReport.load(QualityReport.path_in(translated))
+        path = QualityReport.path_in(translated)
+        if not path.is_file():  # the sampler draws its worst stratum from the report the quality step writes
+            raise SystemExit(f"{path} not found: measure --steps quality review (or quality first)")
+        quality = QualityReport.load(path)
         items = draw(BeirDataset(source), BeirDataset(translated), REVIEW_SAMPLE, 0, quality)
         strata = {s: sum(1 for item in items if item.stratum == s) for s in ("worst", "queries", "documents", "random")}
         print(json.dumps({"items": len(items), **strata}))
