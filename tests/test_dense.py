@@ -17,7 +17,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, MissingExtraError
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.retrievers.dense import DenseRetriever, document_text
-from beirx.models.files import ModelFiles, resolve_model
+from beirx.models.files import ModelFiles, max_seq_length, resolve_model
 from beirx.models.prompts import model_prompts
 from tests.conftest import write_beir
 
@@ -128,6 +128,26 @@ def test_prompts_from_config_known_models_and_overrides(tmp_path):
                                                                                        "passage": "passage: "}
     assert model_prompts(ModelFiles("intfloat/e5-base-v2", bare, "r"))["passage"] == "passage: "
     assert model_prompts(ModelFiles("sentence-transformers/all-MiniLM-L6-v2", bare, "r")) == {}
+
+
+def test_max_length_is_read_as_sentence_transformers_6_saves_it(tmp_path):
+    """sentence-transformers >= 6 saves the length as the tokenizer's ``model_max_length``, not in
+    ``sentence_bert_config.json``: a MiniLM trained by beirx (base 256) must not be evaluated at 512."""
+    def folder(name, sbert, tokenizer, config):
+        path = tmp_path / name
+        path.mkdir()
+        for filename, content in (("sentence_bert_config.json", sbert), ("tokenizer_config.json", tokenizer),
+                                  ("config.json", config)):
+            if content is not None:
+                (path / filename).write_text(json.dumps(content))
+        return ModelFiles(name, path, "r")
+
+    legacy = folder("legacy", {"max_seq_length": 256}, {"model_max_length": 512}, {"max_position_embeddings": 512})
+    saved_by_st6 = folder("st6", {"transformer_task": "feature-extraction"}, {"model_max_length": 256},
+                          {"max_position_embeddings": 512})
+    unlimited = folder("unlimited", None, {"model_max_length": 1e30}, {"max_position_embeddings": 514})
+    bare = folder("bare", None, None, None)
+    assert [max_seq_length(f) for f in (legacy, saved_by_st6, unlimited, bare)] == [256, 256, 514, 512]
 
 
 def test_local_model_revision_is_a_content_hash(tmp_path):

@@ -157,6 +157,13 @@ def test_bi_encoder_trains_writes_card_and_loads_in_eval(tiny_dataset, tiny_bi_e
     assert card["beirx"]["base_model"]["local"] is True and "base_model" not in card  # a folder, not a Hub id
     saved = json.loads((out / "config_sentence_transformers.json").read_text())
     assert saved["prompts"]["query"] == "query: " and saved["prompts"]["passage"] == "passage: "
+    prose = (out / "README.md").read_text()
+    loss = card["beirx"]["loss"]
+    assert f"- training length: {loss['max_seq_length']} tokens, from data (99th percentile" in prose
+    assert "- similarity scale: 20.0 (default: sentence-transformers' 20 (temperature 0.05)" in prose
+    # evaluated like the base: dense retrieval reads the same length from both folders
+    from beirx.models.files import max_seq_length, resolve_model
+    assert max_seq_length(resolve_model(str(out))) == max_seq_length(resolve_model(str(tiny_bi_encoder)))
     from safetensors.torch import load_file
     before = load_file(tiny_bi_encoder / "model.safetensors")
     after = load_file(out / "model.safetensors")

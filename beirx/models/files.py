@@ -45,6 +45,26 @@ class ModelFiles:
         return json.loads(path.read_text(encoding="utf-8"))
 
 
+DEFAULT_MAX_LENGTH = 512
+
+
+def max_seq_length(files: ModelFiles) -> int:
+    """The tokens per text sentence-transformers itself gives the model: ``sentence_bert_config.json``'s
+    ``max_seq_length`` when there (older saves), else the tokenizer's ``model_max_length`` (where
+    sentence-transformers >= 6 saves it), capped at ``max_position_embeddings``; else 512.
+
+    Reading only ``sentence_bert_config.json`` evaluated a model saved by sentence-transformers 6 (a model
+    ``beirx train`` wrote) at 512 tokens whatever its length, so a trained all-MiniLM-L6-v2 (256) was not
+    evaluated like its base.
+    """
+    length = files.read_json("sentence_bert_config.json").get("max_seq_length") or \
+        files.read_json("tokenizer_config.json").get("model_max_length")
+    positions = files.read_json("config.json").get("max_position_embeddings")
+    if length and positions:
+        length = min(length, positions)
+    return int(length or positions or DEFAULT_MAX_LENGTH)
+
+
 def folder_checksum(folder: Path) -> str:
     """``sha256:<hex>`` over the relative paths and bytes of every file below ``folder`` (READMEs excluded)."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.lower().startswith("readme"))

@@ -63,6 +63,7 @@ def render(record: dict[str, Any]) -> str:
         "", "## Training", "",
         f"- loss: {record['loss']['name']}; seed {record['seed']}; "
         f"{run['steps']} steps, last logged loss {run['last_logged_loss']}",
+        *_recipe_lines(record["loss"]),
         f"- prompts: {json.dumps(record['prompts'], ensure_ascii=False)}",
         "- parameters: `" + json.dumps(params, ensure_ascii=False) + "`",
         f"- beirx {record['beirx_version']}, sentence-transformers "
@@ -76,6 +77,17 @@ def render(record: dict[str, Any]) -> str:
          "--reranker-model THIS_FOLDER"),
         "```", ""]
     return with_front_matter(_front_matter(record), "\n".join(lines))
+
+
+def _recipe_lines(loss: dict[str, Any]) -> list[str]:
+    """The bi-encoder's choices that move its figures most, with where each came from (the loss record)."""
+    lines = []
+    if "max_seq_length" in loss:
+        lines.append(f"- training length: {loss['max_seq_length']} tokens, from {loss['max_seq_length_from']}; "
+                     "the saved model keeps the base model's length, so it is evaluated like the base")
+    if "scale" in loss:
+        lines.append(f"- similarity scale: {loss['scale']} ({loss['scale_from']})")
+    return lines
 
 
 def _evaluation_lines(summary: dict[str, Any] | None) -> list[str]:

@@ -28,7 +28,7 @@ from beirx.data.cache import cache_dir
 from beirx.errors import require
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
-from beirx.models.files import resolve_model
+from beirx.models.files import max_seq_length, resolve_model
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 
@@ -53,8 +53,7 @@ class PairEncoder:
         require("sentence_transformers", "translate", _FEATURE)
         self.files = resolve_model(model, revision)
         self.prompts = model_prompts(self.files)
-        config = self.files.read_json("sentence_bert_config.json")
-        self.max_length = int(max_length or config.get("max_seq_length") or 512)
+        self.max_length = int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)
         self.use_cache = use_cache
         self.show_progress = show_progress

@@ -48,7 +48,7 @@ from beirx.language_packs import LanguagePack
 from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
-from beirx.models.files import resolve_model
+from beirx.models.files import max_seq_length, resolve_model
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 
@@ -134,7 +134,7 @@ class DenseRetriever(Retriever):
         self.similarity = similarity or st_config.get("similarity_fn_name") or "cosine"
         if self.similarity not in SIMILARITIES:
             raise BeirxError(f"model {model} uses {self.similarity!r} similarity; pass --similarity cosine or dot")
-        self.max_length = int(max_length or self.files.read_json("sentence_bert_config.json").get("max_seq_length") or 512)
+        self.max_length = int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)
         self.device = None if device is None else choose_device(device)
         self.sort_by_length = sort_by_length
