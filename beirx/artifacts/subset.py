@@ -143,8 +143,8 @@ class RankingCheck:
                                                        "the document cut itself")
     paired_rho_interval: list[float] | None = optional("[low, high]: rho's paired interval, same draws")
     ceiling_tau_interval: list[float] | None = optional("[low, high]: the full set's own scores on the same draws "
-                                                        "against its fixed means: the best tau_interval any subset "
-                                                        "with these queries can have")
+                                                        "against its fixed means: the query noise the tau_interval of "
+                                                        "any subset with these queries inherits")
     ceiling_rho_interval: list[float] | None = optional("[low, high]: rho's self-ceiling, same draws")
     subset_resolution: Resolution | None = optional("what the subset separates (beirx report's paired test)")
     full_resolution: Resolution | None = optional("what the full set separates, by the same test")

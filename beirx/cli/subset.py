@@ -126,7 +126,7 @@ def print_check(check, output) -> None:
               f"{_interval(check.paired_rho_interval)}")
     if check.ceiling_tau_interval:
         print(f"self-ceiling (the full set's own scores on the same draws, against its fixed order; no unpaired "
-              f"interval can beat it): tau {_interval(check.ceiling_tau_interval)}, rho "
+              f"interval is expected above it): tau {_interval(check.ceiling_tau_interval)}, rho "
               f"{_interval(check.ceiling_rho_interval)}")
     for side, resolved in (("subset", check.subset_resolution), ("full set", check.full_resolution)):
         if resolved is not None:

@@ -3,8 +3,8 @@ against disagreement for every swapped pair.
 
 - **Kendall's tau-b**: ``scipy.stats.kendalltau`` (Kendall 1938, tie correction of Kendall 1945).
 - **The intervals** (percentile bootstrap over queries; Efron & Tibshirani, *An Introduction to the Bootstrap*,
-  1993, ch. 13; the paired design of ch. 9 and 16: both samples resampled by the same index): one resampling
-  loop draws the subset's queries with replacement ``resamples`` times, recomputes every system's mean on each
+  1993, ch. 13; paired: both samples resampled by the same indices, so what they share cancels): one set of
+  draws takes the subset's queries with replacement ``resamples`` times, recomputes every system's mean on each
   side over the drawn queries, and takes tau-b and rho of three pairs of orderings, so each reports
   ``[2.5th, 97.5th]`` percentiles of the same draws:
 
@@ -12,8 +12,9 @@ against disagreement for every swapped pair.
     means. It measures which queries the subset holds *and* the query-sampling noise of the full set's own
     ordering: with all the queries kept it stays wide, however the documents were cut.
   - *self-ceiling* (``ceiling_*``): the full set's own per-query scores on the same resampled queries against
-    its fixed means. The unpaired interval of a subset that cut no document at all: no subset with these
-    queries can beat it, so an unpaired lower bound below 0.9 may be the queries' fault, not the cut's.
+    its fixed means. The unpaired interval of a subset that cut no document at all: the query noise every
+    subset with these queries inherits (one lands above it only by chance), so an unpaired lower bound below
+    0.9 may be the queries' fault, not the cut's.
   - *paired* (``paired_*``): both sides' means over the SAME resampled queries. Only the subset's queries pair
     (every one of them is a full-set query); the full set's other queries are left out of both sides, so the
     paired point (``paired_tau``) is tau between the full set's means over the subset's queries and the
@@ -85,14 +86,14 @@ class Intervals:
     """Paired: both sides over the same resampled (subset's) queries: the document cut's own fidelity."""
     paired_rho_interval: tuple[float, float] | None
     ceiling_tau_interval: tuple[float, float] | None
-    """The full set against its own fixed means over the same draws: the best an unpaired interval can be."""
+    """The full set against its own fixed means over the same draws: the query noise an unpaired one inherits."""
     ceiling_rho_interval: tuple[float, float] | None
 
 
 def intervals(full: list[float], per_query: list[dict[str, float]],
               full_per_query: list[dict[str, float]] | None = None, *, resamples: int = RESAMPLES, seed: int = 0,
               level: float = 0.95) -> Intervals:
-    """The unpaired, paired and self-ceiling intervals of tau and rho from one resampling loop (module doc).
+    """The unpaired, paired and self-ceiling intervals of tau and rho from one set of draws (module doc).
     ``full[i]``: system ``i``'s mean on the full set; ``per_query[i]`` and ``full_per_query[i]``: its scores by
     query ID on the subset and on the full set. Without ``full_per_query`` only the unpaired intervals."""
     none = Intervals(None, None, None, None, None, None, None, None)
