@@ -5,8 +5,10 @@ subset's ``--max-docs``) x pooling (``--pools``) x seeds. Every subset is cut by
 (:func:`beirx.subsets.cut.make_subset`, pool depth 100 shrinking to fit, seeded random fill) and every system
 is scored on it by nDCG@10 per query; then, against the full set's scores:
 
-- Kendall's tau-b with its percentile-bootstrap 95% interval (the subset's queries resampled, 1,000 times) and
-  Spearman's rho (:mod:`beirx.subsets.fidelity`, the code of ``beirx subset check``);
+- Kendall's tau-b and Spearman's rho, each with three percentile-bootstrap 95% intervals from the same 1,000
+  draws of the subset's queries (:func:`beirx.subsets.fidelity.intervals`, the code of ``beirx subset check``):
+  unpaired (against the full set's fixed means), paired (the full set's means over the same drawn queries: the
+  document cut's own fidelity) and the self-ceiling (the full set's drawn means against its fixed means);
 - the resolution: the smallest nDCG@10 difference the subset separates at 95% with the paired t-test of
   ``beirx report`` (:func:`beirx.significance.t_test`; the grid uses the t-test because the randomization test
   costs ~0.6 s per pair, and ``beirx subset check`` reports the randomization test for the chosen recipe);
@@ -158,16 +160,17 @@ def characters(dataset, doc_ids=None, query_ids=None) -> int:
 
 
 def measure(full_scores: dict, sub_scores: dict, full_p: dict, pooled: list[str]) -> dict:
+    """One subset's figures against the full set's (``full_scores``: each system's per-query scores there)."""
     import numpy as np
 
     from beirx.subsets.check import _ranks
-    from beirx.subsets.fidelity import kendall_tau, pair_p_values, resolution, spearman_rho, tau_interval, verdict
+    from beirx.subsets.fidelity import intervals, kendall_tau, pair_p_values, resolution, spearman_rho, verdict
 
     labels = list(full_scores)
     full = [float(np.mean(list(full_scores[s].values()))) for s in labels]
     sub = [float(np.mean(list(sub_scores[s].values()))) for s in labels]
     tau, _ = kendall_tau(full, sub)
-    interval = tau_interval(full, [sub_scores[s] for s in labels])
+    found = intervals(full, [sub_scores[s] for s in labels], [full_scores[s] for s in labels])
     sub_p = pair_p_values(sub_scores, test="t")
     means = dict(zip(labels, sub))
     resolved = resolution(means, sub_p)
@@ -184,7 +187,10 @@ def measure(full_scores: dict, sub_scores: dict, full_p: dict, pooled: list[str]
     inside = [i for i in range(len(labels)) if i not in outsiders]
     if pooled and len(inside) >= 2:
         tau_pooled, _ = kendall_tau([full[i] for i in inside], [sub[i] for i in inside])
-    return {"tau": tau, "tau_ci": interval, "rho": spearman_rho(full, sub), "tau_pooling_systems": tau_pooled,
+    return {"tau": tau, "tau_ci": found.tau_interval, "rho": spearman_rho(full, sub), "rho_ci": found.rho_interval,
+            "paired_tau": found.paired_tau, "paired_tau_ci": found.paired_tau_interval,
+            "paired_rho": found.paired_rho, "paired_rho_ci": found.paired_rho_interval,
+            "ceiling_tau_ci": found.ceiling_tau_interval, "ceiling_rho_ci": found.ceiling_rho_interval, "tau_pooling_systems": tau_pooled,
             "resolution": resolved.smallest_separated, "largest_unresolved": resolved.largest_unresolved,
             "swaps": swaps, "outsider_rank_gain": gain, "subset_means": means,
             "subset_ranks": dict(zip(labels, sub_ranks)), "full_ranks": dict(zip(labels, full_ranks)),
@@ -263,8 +269,8 @@ def main() -> int:
                "seconds": round(time.time() - started, 1)}
         with grid.open("a") as out:
             out.write(json.dumps(row) + "\n")
-        print(f"{pool_name} q{n} d{budget} s{seed}: tau {row['tau']:.3f} "
-              f"[{row['tau_ci'][0]:.3f}, {row['tau_ci'][1]:.3f}] rho {row['rho']:.3f} resolution "
+        print(f"{pool_name} q{n} d{budget} s{seed}: tau {row['tau']:.3f} unpaired {row['tau_ci']} paired "
+              f"{row['paired_tau_ci']} ceiling {row['ceiling_tau_ci']} rho {row['rho']:.3f} resolution "
               f"{row['resolution']} chars {row['characters_share']:.1%} {row['seconds']} s", flush=True)
     table(args.output, whole_chars)
     return 0
@@ -277,10 +283,11 @@ def _top(docs: dict, depth: int) -> dict:
 
 
 def table(output: Path, whole: int) -> None:
-    """Mean over seeds per cell: tau (sample standard deviation and min-max over seeds), its interval's mean bounds,
-    rho, resolution, the share of characters and what that many of the full set's ``whole`` characters cost at
-    DeepL's list price (the translator's own ``estimate_cost``; ``beirx subset --cost deepl`` plans the exact
-    billed characters of one subset)."""
+    """Mean over seeds per cell: tau (sample standard deviation and min-max over seeds), the mean bounds of its
+    unpaired, paired and self-ceiling intervals, rho and its unpaired and paired intervals, resolution, the
+    share of characters and what that many of the full set's ``whole`` characters cost at DeepL's list price
+    (the translator's own ``estimate_cost``; ``beirx subset --cost deepl`` plans the exact billed characters of
+    one subset)."""
     rows = {(r["pool"], r["queries"], r["budget"], r["seed"]): r
             for r in map(json.loads, (output / "grid.jsonl").open())}  # a cell measured twice is the same
     cells: dict[tuple, list[dict]] = {}
@@ -288,9 +295,16 @@ def table(output: Path, whole: int) -> None:
         cells.setdefault((row["pool"], row["queries"], row["budget"]), []).append(row)
     from beirx.translate.backends.deepl import DeepLTranslator
 
-    lines = ["| pool | queries | docs | seeds | depth | chars | DeepL USD | tau mean ± sd (seeds min-max) | tau 95% CI "
-             "| rho | tau pooling systems | resolution | swaps: noise / disagreement |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| pool | queries | docs | seeds | depth | chars | DeepL USD | tau mean ± sd (seeds min-max) | tau CI "
+             "unpaired | tau CI paired | tau CI self-ceiling | rho | rho CI unpaired | rho CI paired | tau pooling "
+             "systems | resolution | swaps: noise / disagreement |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ci(key, group):
+        found = [r[key] for r in group if r.get(key)]
+        if not found:
+            return "-"
+        return f"[{statistics.mean(b[0] for b in found):.3f}, {statistics.mean(b[1] for b in found):.3f}]"
 
     def mean(key, group):
         values = [r[key] for r in group if r[key] is not None]
@@ -308,10 +322,10 @@ def table(output: Path, whole: int) -> None:
         spread = f" ± {statistics.stdev(taus):.3f}" if len(taus) > 1 else ""
         lines.append(f"| {pool} | {n} | {budget:,} | {len(group)} | {show(mean('depth_reached', group), '{:.0f}')} | "
                      f"{mean('characters_share', group):.1%} | {usd:.2f} | {statistics.mean(taus):.3f}{spread} "
-                     f"({min(taus):.3f}-{max(taus):.3f}) | [{statistics.mean(r['tau_ci'][0] for r in group):.3f}, "
-                     f"{statistics.mean(r['tau_ci'][1] for r in group):.3f}] | {show(mean('rho', group))} | "
-                     f"{show(mean('tau_pooling_systems', group))} | {show(mean('resolution', group), '{:.4f}')} | "
-                     f"{noise:.1f} / {real:.1f} |")
+                     f"({min(taus):.3f}-{max(taus):.3f}) | {ci('tau_ci', group)} | {ci('paired_tau_ci', group)} | "
+                     f"{ci('ceiling_tau_ci', group)} | {show(mean('rho', group))} | {ci('rho_ci', group)} | "
+                     f"{ci('paired_rho_ci', group)} | {show(mean('tau_pooling_systems', group))} | "
+                     f"{show(mean('resolution', group), '{:.4f}')} | {noise:.1f} / {real:.1f} |")
     text = "\n".join(lines) + "\n\n" + bias(rows.values())
     (output / "table.md").write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -327,7 +341,7 @@ def bias(rows) -> str:
             by_pool.setdefault(row["pool"], []).append(row)
     for pool, group in sorted(by_pool.items(), key=lambda kv: list(POOLS).index(kv[0])):
         members = POOLS[pool] or [s for s in group[0]["full_ranks"] if s != "SPLADE-tiny"]
-        for system in ("SPLADE-tiny", "MiniLM", "e5-small torch", "RRF(BM25 flat, MiniLM)"):
+        for system in ("SPLADE-tiny", "MiniLM", "e5-small torch", "e5-small ONNX int8", "RRF(BM25 flat, MiniLM)"):
             if system not in group[0]["full_ranks"]:
                 continue
             gains = [r["full_ranks"][system] - r["subset_ranks"][system] for r in group]

@@ -268,6 +268,11 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
     assert "queries: 6 of 8 (seed 4); qrels" in printed and "documents: 20 of 40" in printed
     assert "Kendall's tau:" in printed and "run ext.trec" in printed and "Spearman's rho" in printed
     assert "resolution on the subset (6 queries): smallest difference separated" in printed
+    assert ("paired (both sides over the same resampled subset queries: the document cut's own fidelity): tau "
+            in printed)
+    assert "self-ceiling (the full set's own scores on the same draws" in printed
+    saved = SubsetManifest.load(out / "subset.json").ranking_check
+    assert len(saved.paired_tau_interval) == len(saved.rho_interval) == len(saved.ceiling_tau_interval) == 2
     assert "\nRead: " in printed and "* did not pool" in printed
     marks = {line.rsplit("  ", 1)[0].split("  ")[0]: line.rsplit("  ", 1)[1] for line in printed.splitlines()
              if line.startswith(("bm25", "run"))}

@@ -157,7 +157,12 @@ def test_noise_figures_by_hand():
                     pooled=[True, False, True])
     assert check.tau == -1.0 and check.rho == -1.0
     # every resample keeps each system's mean, so every resampled tau is -1
-    assert check.tau_interval == [-1.0, -1.0]
+    assert check.tau_interval == [-1.0, -1.0] and check.rho_interval == [-1.0, -1.0]
+    # paired: the full side drawn too, x stays 1, y 0 and z between on both sides: -1 on every draw; the
+    # self-ceiling (the full set's draws against its own means) is 1 on every draw
+    assert check.paired_tau == -1.0 and check.paired_tau_interval == [-1.0, -1.0]
+    assert check.paired_rho == -1.0 and check.paired_rho_interval == [-1.0, -1.0]
+    assert check.ceiling_tau_interval == [1.0, 1.0] and check.ceiling_rho_interval == [1.0, 1.0]
     # 4 queries: the exact sign-flip test has 16 flips; x vs y differ by 1 on every query: p = 2/16 = 0.125
     res = check.subset_resolution
     assert res.queries == 4 and res.smallest_separated is None and res.largest_unresolved == 1.0
@@ -209,3 +214,53 @@ def test_version_1_manifest_still_loads(pair):
     data["schema_version"] = "beirx.subset/1"
     path.write_text(json.dumps(data))
     assert SubsetManifest.load(path).schema_version == "beirx.subset/2"
+
+
+def test_identical_scores_give_a_paired_interval_of_exactly_one():
+    """Two queries, three systems, the subset's per-query scores equal to the full set's. A draw holds q1 twice
+    (p 1/4), q1 and q2 (1/2) or q2 twice (1/4): x's means 1, 0.5, 0; y's 0, 0.5, 1; z's 0.4. Against the fixed
+    means (x = y = 0.5 > z) tau-b is 0, 1, 0 (the (1, 1) draw reproduces them; the others concord on one pair
+    and discord on one) and rho likewise, so the unpaired interval is [0, 1] -- query noise the full set has too,
+    which is why it equals the self-ceiling -- while the paired one, both sides drawn alike, is exactly [1, 1]."""
+    q = ["q1", "q2"]
+    per_query = [dict(zip(q, [1.0, 0.0])), dict(zip(q, [0.0, 1.0])), dict(zip(q, [0.4, 0.4]))]
+    found = fidelity.intervals([0.5, 0.5, 0.4], per_query, per_query)
+    assert found.tau_interval == found.ceiling_tau_interval == (0.0, 1.0)
+    assert found.rho_interval == found.ceiling_rho_interval == (0.0, 1.0)
+    assert found.paired_tau_interval == found.paired_rho_interval == (1.0, 1.0)
+    assert found.paired_tau == found.paired_rho == 1.0
+    unpaired_only = fidelity.intervals([0.5, 0.5, 0.4], per_query)
+    assert unpaired_only.tau_interval == (0.0, 1.0) and unpaired_only.paired_tau_interval is None
+    assert unpaired_only.ceiling_tau_interval is None
+
+
+def test_paired_interval_covers_only_the_subsets_queries():
+    """Six full-set queries, the subset keeps a, b, c with the full set's scores. Over all six the full set ranks
+    y (0.55) > z (0.5) > x (0.45); over a, b, c (constant per system) x (0.9) > z > y. So tau against the full
+    set is -1 and so is every unpaired and self-ceiling draw, while the paired interval, the full side over the
+    same drawn subset queries, is exactly [1, 1]: the document cut changed nothing, the query sample did."""
+    q = list("abcdef")
+    full_pq = [dict(zip(q, [0.9, 0.9, 0.9, 0.0, 0.0, 0.0])), dict(zip(q, [0.1, 0.1, 0.1, 1.0, 1.0, 1.0])),
+               dict(zip(q, [0.5] * 6))]
+    sub_pq = [{k: v for k, v in scores.items() if k in "abc"} for scores in full_pq]
+    full = [sum(s.values()) / 6 for s in full_pq]
+    found = fidelity.intervals(full, sub_pq, full_pq)
+    assert found.tau_interval == found.ceiling_tau_interval == (-1.0, -1.0)
+    assert found.rho_interval == found.ceiling_rho_interval == (-1.0, -1.0)
+    assert found.paired_tau_interval == found.paired_rho_interval == (1.0, 1.0) and found.paired_tau == 1.0
+    check = compare(["x", "y", "z"], full, [0.9, 0.1, 0.5], metric="NDCG@10", split="test", threshold=0.9,
+                    full_checksum="f", subset_checksum="s", per_query=list(zip(full_pq, sub_pq)))
+    assert check.tau == -1.0 and check.paired_tau == 1.0 and check.paired_tau_interval == [1.0, 1.0]
+    assert check.tau_interval == [-1.0, -1.0] and check.ceiling_tau_interval == [-1.0, -1.0]
+
+
+def test_vectorised_tau_and_rho_equal_scipy():
+    """The bootstrap's tau-b and rho, computed for all draws at once, are scipy's, ties included."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(7)
+    x, y = rng.integers(0, 4, (200, 6)).astype(float), rng.integers(0, 4, 6).astype(float)
+    assert np.allclose(fidelity._tau_b(x, y), [kendalltau(row, y).statistic for row in x], equal_nan=True)
+    assert np.allclose(fidelity._rho(x, y), [spearmanr(row, y).statistic for row in x], equal_nan=True)
+    assert np.isnan(fidelity._tau_b(np.ones((1, 3)), np.array([1.0, 2.0, 3.0])))[0]

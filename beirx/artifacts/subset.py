@@ -132,7 +132,20 @@ class RankingCheck:
     swapped: list[str] = fld("pairs of systems ordered differently on the subset, with both differences")
     rho: float | None = optional("Spearman's rho between the same two orderings (scipy.stats.spearmanr)")
     tau_interval: list[float] | None = optional("[low, high]: 95% percentile-bootstrap interval of tau, the "
-                                                "subset's queries resampled with replacement (full-set scores fixed)")
+                                                "subset's queries resampled with replacement (full-set scores fixed): "
+                                                "the queries' sampling noise on both sides plus the cut's")
+    rho_interval: list[float] | None = optional("[low, high]: rho's interval from the same draws as tau_interval")
+    paired_tau: float | None = optional("tau between the full set's means over the subset's queries and the "
+                                        "subset's means (equals tau when the subset keeps every query)")
+    paired_rho: float | None = optional("rho of the same pair of orderings as paired_tau")
+    paired_tau_interval: list[float] | None = optional("[low, high]: paired bootstrap interval of tau, both sides' "
+                                                       "means over the same resampled subset queries: the fidelity of "
+                                                       "the document cut itself")
+    paired_rho_interval: list[float] | None = optional("[low, high]: rho's paired interval, same draws")
+    ceiling_tau_interval: list[float] | None = optional("[low, high]: the full set's own scores on the same draws "
+                                                        "against its fixed means: the query noise the tau_interval of "
+                                                        "any subset with these queries inherits")
+    ceiling_rho_interval: list[float] | None = optional("[low, high]: rho's self-ceiling, same draws")
     subset_resolution: Resolution | None = optional("what the subset separates (beirx report's paired test)")
     full_resolution: Resolution | None = optional("what the full set separates, by the same test")
     swaps: list[Swap] = optional("every swapped pair with its p-values and verdict", default_factory=list)

@@ -116,9 +116,18 @@ def print_check(check, output) -> None:
               "(pool bias); pool from it too (--pool), or read its rank with care")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
     p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
-    interval = f", 95% CI [{check.tau_interval[0]:.3f}, {check.tau_interval[1]:.3f}]" if check.tau_interval else ""
+    interval = f", 95% CI {_interval(check.tau_interval)} (unpaired)" if check.tau_interval else ""
     rho = "" if check.rho is None else f"; Spearman's rho {check.rho:.4f}"
+    rho += f", 95% CI {_interval(check.rho_interval)} (unpaired)" if check.rho_interval else ""
     print(f"Kendall's tau: {tau}{p}{interval}{rho}; threshold {check.threshold:g}; runs and results in {output}")
+    if check.paired_tau_interval:
+        print(f"paired (both sides over the same resampled subset queries: the document cut's own fidelity): tau "
+              f"{_number(check.paired_tau)} {_interval(check.paired_tau_interval)}, rho {_number(check.paired_rho)} "
+              f"{_interval(check.paired_rho_interval)}")
+    if check.ceiling_tau_interval:
+        print(f"self-ceiling (the full set's own scores on the same draws, against its fixed order; no unpaired "
+              f"interval is expected above it): tau {_interval(check.ceiling_tau_interval)}, rho "
+              f"{_interval(check.ceiling_rho_interval)}")
     for side, resolved in (("subset", check.subset_resolution), ("full set", check.full_resolution)):
         if resolved is not None:
             smallest = "none" if resolved.smallest_separated is None else f"{resolved.smallest_separated:.4f}"
@@ -135,6 +144,14 @@ def print_check(check, output) -> None:
         print(f"  swapped: {pair}")
     if check.reading:
         print(f"Read: {check.reading}.")
+
+
+def _interval(bounds: list[float] | None) -> str:
+    return "undefined" if bounds is None else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def _number(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
 
 
 def run(args) -> int:

@@ -3,8 +3,8 @@
 Every system is evaluated on the full set and on the subset through the runner (so each side writes the same
 run and results files as ``beirx eval``), and the two orderings of the systems by a metric (nDCG@10) are
 compared with Kendall's tau-b (``scipy.stats.kendalltau``; Kendall 1938, tie correction of Kendall 1945),
-with its bootstrap interval, Spearman's rho, the resolution of each side and a verdict for every swapped pair
-(:mod:`beirx.subsets.fidelity`).
+and Spearman's rho with their bootstrap intervals (unpaired, paired and the full set's self-ceiling), the
+resolution of each side and a verdict for every swapped pair (:mod:`beirx.subsets.fidelity`).
 Tau below the threshold warns: the subset cannot stand in for the full set to compare these systems. The
 default threshold 0.9 is Voorhees' (SIGIR 1998; IP&M 2000): system rankings with tau >= 0.9 were taken as
 equivalent when judgements changed, and a smaller tau as a real difference.
@@ -57,8 +57,8 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
             pooled: list[bool | None] | None = None, permutations: int = fidelity.PERMUTATIONS,
             alpha: float = fidelity.ALPHA, seed: int = 0) -> RankingCheck:
     """The check of scores already computed (``full[i]``, ``subset[i]`` of system ``labels[i]``); with
-    ``per_query[i]`` (its per-query scores on the full set and on the subset) also tau's interval, the
-    resolutions and the swaps' verdicts."""
+    ``per_query[i]`` (its per-query scores on the full set and on the subset) also tau's and rho's bootstrap
+    intervals (unpaired, paired, self-ceiling), the resolutions and the swaps' verdicts."""
     tau, p_value = kendall_tau(full, subset)
     full_ranks, subset_ranks = _ranks(full), _ranks(subset)
     paths = paths or [(None, None)] * len(labels)
@@ -85,8 +85,9 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
 
 
 def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed) -> dict:
-    """Tau's interval, each side's resolution, the swaps' verdicts and the one-sentence reading."""
-    interval = fidelity.tau_interval(full, [sub for _, sub in per_query], seed=seed)
+    """Tau's and rho's intervals (unpaired, paired, self-ceiling), each side's resolution, the swaps' verdicts
+    and the one-sentence reading."""
+    found = fidelity.intervals(full, [sub for _, sub in per_query], [whole for whole, _ in per_query], seed=seed)
     test = (f"two-sided paired randomization test ({permutations:,} permutations, seed {seed}; exact when 2^n is "
             f"smaller), p < {alpha:g} per pair, uncorrected")
     sides = {}
@@ -106,7 +107,9 @@ def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, 
                   full_p=p_of("full", a.label, b.label), subset_p=p_of("subset", a.label, b.label),
                   verdict=fidelity.verdict(p_of("full", a.label, b.label), p_of("subset", a.label, b.label), alpha))
              for a, b in swapped_pairs]
-    return {"tau_interval": list(interval) if interval else None, "subset_resolution": sides["subset"][1],
+    figures = {name: list(value) if isinstance(value, tuple) else value
+               for name, value in dataclasses.asdict(found).items()}
+    return {**figures, "subset_resolution": sides["subset"][1],
             "full_resolution": sides["full"][1], "swaps": swaps, "reading": reading(sides["subset"][1], alpha)}
 
 
