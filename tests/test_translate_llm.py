@@ -301,9 +301,9 @@ def test_max_cost_stops_the_run_before_it_is_exceeded_and_keeps_the_work(fake_ll
     tr = translator(fake_llm, price_in="1000", price_out="1000", max_cost="0.9", concurrency=1)
     with pytest.raises(BudgetExceeded, match="stopping before --max-cost USD 0.9000 would be exceeded"):
         run(source, tmp_path / "out", tr)
-    assert tr.meter.spent <= 0.9 and not (tmp_path / "out" / "corpus.jsonl").exists()
+    assert tr.llm.meter.spent <= 0.9 and not (tmp_path / "out" / "corpus.jsonl").exists()
     with TranslationMemory(tmp_path / "out.sqlite") as tm:
-        assert 0 < tm.count() == tr.meter.requests < 10  # every answer paid for is committed
+        assert 0 < tm.count() == tr.llm.meter.requests < 10  # every answer paid for is committed
 
 
 def test_a_server_that_goes_down_stops_the_run_with_a_clear_error_then_resumes(fake_llm_factory, source, tmp_path):

@@ -5,8 +5,8 @@ Why it is shaped like this:
 
 * **One event loop of its own.** The client runs ``openai.AsyncOpenAI`` on a private event loop in a
   daemon thread, started at the first request. Stage code that is not async calls :meth:`LLMClient.call`
-  / :meth:`LLMClient.call_many`; async code awaits :meth:`LLMClient.acall` from any loop; threads may
-  :meth:`LLMClient.submit`. The connection pool, the concurrency limit and the breaker live on that one
+  / :meth:`LLMClient.call_many`; async code awaits :meth:`LLMClient.acall` from any loop, or
+  :meth:`LLMClient.schedule`\ s a coroutine on the client's. The connection pool, the concurrency limit and the breaker live on that one
   loop, so every caller shares one budget of ``Endpoint.concurrency`` requests in flight.
 * **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
   meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
@@ -39,11 +39,9 @@ from typing import Any
 from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request, StreamedReply
-from beirx.models.llm.tokens import approx_tokens
-from beirx.models.llm.usage import Usage
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.loop import BackgroundLoop
-from beirx.models.llm.usage import UsageMeter
+from beirx.models.llm.usage import Usage, UsageMeter
 from beirx.redact import redact_text, redact_url, remember_secret
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
@@ -111,31 +109,24 @@ class LLMClient:
                                   max_delay=endpoint.max_backoff)
 
     # -- entry points ------------------------------------------------------------------------------------
-    def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
-        """Send ``request`` (from any thread); the future holds the :class:`Reply` or the error."""
-        self._start()
-        return self._loop.submit(self._call(request))
-
     def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` on the client's loop (code that drives many requests: its ``await acall`` then
-        costs no thread hop); the future holds its result. Start the client first if needed."""
+        """Run ``coroutine`` on the client's loop, from any thread (code that drives many requests: its
+        ``await acall`` then costs no thread hop); the future holds its result."""
         self._start()
         return self._loop.submit(coroutine)
 
     def call(self, request: Request) -> Reply:
         """Send ``request`` and wait for its reply (synchronous code)."""
-        return self.submit(request).result()
+        return self.schedule(self._call(request)).result()
 
     def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
         """Send all ``requests`` concurrently (within the limit); replies in request order. With
         ``return_exceptions`` a failed request's error takes its place, else the first error is raised
         once every request has finished."""
-        self._start()
-
         async def gather():
             return await asyncio.gather(*(self._call(r) for r in requests), return_exceptions=True)
 
-        results = self._loop.submit(gather()).result()
+        results = self.schedule(gather()).result()
         if not return_exceptions:
             for result in results:
                 if isinstance(result, BaseException):
@@ -146,7 +137,7 @@ class LLMClient:
         """Await ``request`` from any event loop."""
         if self._loop.here():
             return await self._call(request)
-        return await asyncio.wrap_future(self.submit(request))
+        return await asyncio.wrap_future(self.schedule(self._call(request)))
 
     def close(self) -> None:
         """Close the connections and stop the client's loop (idempotent)."""
@@ -285,12 +276,8 @@ class LLMClient:
                     raise _Dropped("the stream ended before the answer was complete")
             finally:
                 await response.aclose()
-        reply = Reply.from_body(request.kind, streamed.body(), attempt)
-        if streamed.usage is None:  # the server does not count a stream (llama.cpp): a chunk is a token
-            reply = Reply(reply.text, reply.finish_reason,
-                          Usage(approx_tokens(request.text) + 4 * len(request.messages), streamed.chunks),
-                          reply.refusal, attempt)
-        return reply
+        # a server that does not count a stream (llama.cpp): a chunk is a token
+        return streamed.reply(attempt, Usage(request.worst_case().prompt_tokens, streamed.chunks))
 
     def _check_breaker(self) -> None:
         if self._fatal is not None:

@@ -43,7 +43,7 @@ class BatchExecutor:
 
     def __init__(self, translator, state_path: Path | str, poll_seconds: float = POLL_SECONDS):
         self.translator = translator
-        self.api = BatchAPI(translator.client)
+        self.api = BatchAPI(translator.llm)
         self.state_path = Path(state_path)
         self.poll_seconds = poll_seconds
 

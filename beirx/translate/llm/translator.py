@@ -100,6 +100,7 @@ class LLMTranslator(Translator):
         return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
 
     max_batch_size = 32
+    document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, api: str = CHAT,
@@ -144,10 +145,7 @@ class LLMTranslator(Translator):
     def one_line_units(self) -> bool:  # a completion stops at the end of the line
         return self.api != CHAT
 
-    def unit_token_budget(self) -> int:
-        return self.unit_tokens
-
-    def count_tokens(self, text: str) -> int:
+    def count_tokens(self, text: str) -> int:  # the planner's unit budget and max_tokens: the model's tokens
         return self.counter.count(text)
 
     @classmethod
@@ -263,7 +261,7 @@ class LLMTranslator(Translator):
                 log.warning("fallback %s failed: %s", self.fallback_name, exc)
                 return None
         if any(not line.strip() or "\n" in line for line in out) or \
-                sorted(_placeholders(text)) != sorted(_placeholders("\n".join(out))):
+                sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall("\n".join(out))):
             return None
         return "\n".join(out)
 
@@ -275,21 +273,17 @@ class LLMTranslator(Translator):
 
     # -- the manifest ----------------------------------------------------------------------------------------
     def run_report(self, tally: dict[str, Any]) -> dict[str, Any]:
+        """The manifest's ``llm`` record of a run, given the outcome ``tally`` of its units; the transport's
+        retries and failures (below the validation) from the LLM's meter (a local model has none)."""
         cost = self.prices.cost(Usage(tally["prompt_tokens"], tally["completion_tokens"]))
-        return {**self.settings(), "this_run": {**tally, **self.transport_report(), "cost_usd": round(cost, 6),
-                                                 **self.prices.describe()}}
-
-    def transport_report(self) -> dict[str, Any]:
-        """Retries and failures below the validation (HTTP), when the backend has any."""
-        return {}
+        transport = self.llm.meter.snapshot()
+        return {**self.settings(), "this_run": {**tally, "transport_retries": transport["retries"],
+                                                 "transport_failures": transport["transient_failures"],
+                                                 "cost_usd": round(cost, 6), **self.prices.describe()}}
 
 
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
-
-
-def _placeholders(text: str) -> list[str]:
-    return _PLACEHOLDER.findall(text)
 
 
 def _halves(text: str, lang: str) -> tuple[str, str, str] | None:
