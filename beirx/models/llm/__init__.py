@@ -17,16 +17,39 @@ refused a request: ``.status``), :class:`LLMAnswerError` (a 200 that is not a co
 could break ``max_cost``; nothing over it is sent).
 """
 
+from beirx.errors import BeirxError
 from beirx.models.llm.calls import CHAT, COMPLETIONS, Reply, Request
 from beirx.models.llm.client import (EndpointDown, LLMAnswerError, LLMClient, LLMError, LLMRequestError,
                                      TransportError)
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.local import LocalLLM
-from beirx.models.llm.protocol import LLM, connect
-from beirx.models.llm.templates import PromptFile, fill
+from beirx.models.llm.protocol import LLM
+from beirx.models.llm.templates import PromptFile
 from beirx.models.llm.tokens import TokenCounter, approx_tokens
 from beirx.models.llm.usage import BudgetExceeded, Prices, Usage, UsageMeter
 
 __all__ = ["CHAT", "COMPLETIONS", "LLM", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMAnswerError", "LLMClient",
            "LLMError", "LLMRequestError", "LocalLLM", "TransportError", "Prices", "PromptFile", "Reply", "Request",
-           "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "connect", "fill"]
+           "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "backend_for", "connect"]
+
+BACKENDS = ("openai", "transformers")
+
+
+def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
+    """The backend asked for: explicit, else a server when ``base_url`` is given, else in process."""
+    chosen = backend or ("openai" if base_url else "transformers")
+    if chosen not in BACKENDS:
+        raise BeirxError(f"{what} backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
+    return chosen
+
+
+def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
+            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
+            revision: str | None = None, what: str = "the LLM") -> LLM:
+    """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
+    ``concurrency`` requests in flight, ``timeout`` seconds without progress), else run in this process
+    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model)."""
+    if backend_for(backend, base_url, what) == "openai":
+        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout)),
+                         meter=meter)
+    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter)

@@ -12,6 +12,8 @@ from beirx.models.llm.usage import Usage
 CHAT, COMPLETIONS = "chat", "completions"
 #: The path of each API under the base URL (also the ``url`` of a Batch file line).
 PATHS = {CHAT: "/v1/chat/completions", COMPLETIONS: "/v1/completions"}
+#: Tokens of chat framing (role markers of chat templates) per message.
+CHAT_FRAMING_TOKENS = 4
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Request:
     def worst_case(self) -> Usage:
         """An upper estimate of the usage, for the spending cap: the prompt by :func:`approx_tokens` (plus
         a few tokens of chat framing per message), and ``max_tokens`` (or twice the prompt) generated."""
-        prompt = approx_tokens(self.text) + 4 * len(self.messages)
+        prompt = approx_tokens(self.text) + CHAT_FRAMING_TOKENS * len(self.messages)
         return Usage(prompt, self.max_tokens if self.max_tokens is not None else 2 * prompt)
 
 

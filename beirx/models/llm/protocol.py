@@ -1,6 +1,6 @@
-"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), and
-:func:`connect`, which picks its implementation: a server through :class:`~beirx.models.llm.client.LLMClient`,
-or a causal LM in this process through :class:`~beirx.models.llm.local.LocalLLM`. Same requests, same
+"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), served by
+a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
+:class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
 replies, same usage meter, so a stage runs on either with the same code.
 
 Both run their requests on an event loop of their own, in a daemon thread started at the first request:
@@ -18,11 +18,9 @@ import threading
 from collections.abc import Coroutine, Iterable
 from typing import Any
 
-from beirx.errors import BeirxError
 from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.usage import UsageMeter
 
-BACKENDS = ("openai", "transformers")
 
 
 class LLM:
@@ -117,28 +115,3 @@ class LLM:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
-    """The backend asked for: explicit, else a server when ``base_url`` is given, else in process."""
-    chosen = backend or ("openai" if base_url else "transformers")
-    if chosen not in BACKENDS:
-        raise BeirxError(f"{what} backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
-    return chosen
-
-
-def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
-            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
-            revision: str | None = None, what: str = "the LLM") -> LLM:
-    """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
-    ``concurrency`` requests in flight, ``timeout`` seconds without progress), else run in this process
-    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model)."""
-    if backend_for(backend, base_url, what) == "openai":
-        from beirx.models.llm.client import LLMClient
-        from beirx.models.llm.endpoint import Endpoint
-
-        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout)),
-                         meter=meter)
-    from beirx.models.llm.local import LocalLLM
-
-    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter)

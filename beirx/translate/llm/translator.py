@@ -213,9 +213,7 @@ class LLMTranslator(Translator):
         return self.prompts.request(unit.kind, unit.text, attempts.max_tokens, attempts.reasons or None)
 
     def check(self, unit: Unit, reply: Reply) -> Verdict:
-        verdict = self.validator.check(unit.kind, unit.text, reply)
-        return Verdict(verdict.ok, verdict.text if verdict.ok else None, verdict.reasons, verdict.details,
-                       None if verdict.ok or verdict.hard else verdict.text, verdict.stripped)
+        return self.validator.check(unit.kind, unit.text, reply)
 
     def halves(self, unit: Unit) -> tuple[str, str, str] | None:
         return _halves(unit.text, self.src)
