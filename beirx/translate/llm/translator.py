@@ -220,13 +220,12 @@ class LLMTranslator(Translator):
 
     def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
-        usage = tuple(result.usage)
+        usage, rejected = tuple(result.usage), list(dict.fromkeys(result.rejected))
         if result.text is not None:
-            note = None if not result.rejected else {
-                "outcome": RETRIED, "reasons": _unique(result.rejected), "attempts": result.attempts, "written": "llm"}
+            note = None if not rejected else {"outcome": RETRIED, "reasons": rejected, "attempts": result.attempts,
+                                              "written": "llm"}
             return Checked(result.text, note, usage, result.stripped)
-        note = {"outcome": FLAGGED, "reasons": result.reasons, "attempts": result.attempts,
-                "rejected": _unique(result.rejected)}
+        note = {"outcome": FLAGGED, "reasons": result.reasons, "attempts": result.attempts, "rejected": rejected}
         if result.details:
             note["details"] = result.details
         if self.fallback_name:
@@ -234,7 +233,7 @@ class LLMTranslator(Translator):
             if translated is not None:
                 return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
                                             "fallback": self.fallback_name}, usage)
-            note["reasons"] = _unique(note["reasons"] + ["fallback_failed"])
+            note["reasons"] = list(dict.fromkeys(note["reasons"] + ["fallback_failed"]))
         if result.candidate is not None:
             return Checked(result.candidate, {**note, "written": "llm"}, usage)
         return Checked(text, {**note, "written": "source"}, usage)
@@ -278,10 +277,6 @@ class LLMTranslator(Translator):
         return {**self.settings(), "this_run": {**tally, "transport_retries": transport["retries"],
                                                  "transport_failures": transport["transient_failures"],
                                                  "cost_usd": round(cost, 6), **self.prices.describe()}}
-
-
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
 
 
 def _halves(text: str, lang: str) -> tuple[str, str, str] | None:

@@ -1,8 +1,8 @@
 """Every LLM output is checked before it is written: the failures published LLM-translated benchmarks shipped.
 
-A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons leave nothing usable to write
-(``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``, ``meta_commentary``); the
-others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
+A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons leave
+nothing usable to write (``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``,
+``meta_commentary``); the others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
 ``question_lost``, ``lost_numbers``, ``lost_urls``, ``glossary``, ``repetition``) describe a translation
 that could still be written, flagged. The caller retries with a stricter prompt, then falls back or flags.
 
