@@ -232,13 +232,13 @@ def test_validation_rejects_what_the_source_does_not_have(answer, reason):
     verdict = Validator("en", "es", "Spanish").check("document", SOURCE, Reply(answer, "stop", Usage(0, 0)))
     assert reason in verdict.reasons
     plain = Validator("en", "es", "Spanish").check("document", SOURCE, Reply(GOOD, "stop", Usage(0, 0)))
-    assert plain.ok
+    assert plain.accepted
 
 
 def test_markup_the_source_has_is_kept():
     source = "Use <b>bold</b> text. See https://example.org for 3 examples."
     answer = "Use texto <b>negrita</b>. Vea https://example.org para 3 ejemplos."
-    assert Validator("en", "es", "Spanish").check("document", source, Reply(answer, "stop", Usage(0, 0))).ok
+    assert Validator("en", "es", "Spanish").check("document", source, Reply(answer, "stop", Usage(0, 0))).accepted
 
 
 def test_an_addition_is_asked_again_and_flagged_when_it_persists(source, tmp_path, server):

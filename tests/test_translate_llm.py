@@ -146,26 +146,26 @@ def test_validation_strips_wrappers_and_names_what_is_wrong(answer, reasons, str
     result = verdict(SOURCE, answer)
     assert (result.reasons, result.stripped) == (reasons, stripped)
     if not reasons:
-        assert result.text == GOOD
+        assert result.value == GOOD
 
 
 def test_validation_of_length_lines_queries_and_glossary(tmp_path):
     assert verdict(SOURCE, GOOD[:30], finish="length").reasons == ["truncated", "lost_numbers"]
-    assert verdict("Title\nBody text here.", "Título\n\nCuerpo del texto.").text == "Título\nCuerpo del texto."
+    assert verdict("Title\nBody text here.", "Título\n\nCuerpo del texto.").value == "Título\nCuerpo del texto."
     assert verdict("Title\nBody text here.", "Título Cuerpo del texto.").reasons == ["line_count"]
     answer = ("Sí. Los estudios lo confirman en la mayoría de los casos, porque los mecanismos descritos en la "
               "literatura explican este efecto de forma consistente.")
     assert verdict("vaccines reduce severe disease", answer, QUERY).reasons == ["answered"]
     assert verdict("do vaccines reduce disease?", "las vacunas reducen la enfermedad", QUERY).reasons == \
         ["question_lost"]
-    assert verdict("do vaccines reduce disease?", "¿las vacunas reducen la enfermedad?", QUERY).ok
+    assert verdict("do vaccines reduce disease?", "¿las vacunas reducen la enfermedad?", QUERY).accepted
     (tmp_path / "g.tsv").write_text("# terms\nsevere disease\tenfermedad grave\nIL-6\n", encoding="utf-8")
     glossary = Glossary.load(tmp_path / "g.tsv")
     assert glossary.entries == (("severe disease", "enfermedad grave"), ("IL-6", None))
     assert verdict(SOURCE, GOOD.replace("enfermedad grave", "enfermedad severa"), glossary=glossary).reasons == \
         ["glossary"]
     assert verdict("IL-6 levels rise in severe disease here.", "Los niveles de IL-6 suben en la enfermedad grave aquí.",
-                   glossary=glossary).ok
+                   glossary=glossary).accepted
     (tmp_path / "bad.tsv").write_text("a\tb\tc\n", encoding="utf-8")
     with pytest.raises(BeirxError, match=r"bad.tsv:1: expected 'term TAB translation'"):
         Glossary.load(tmp_path / "bad.tsv")
@@ -301,9 +301,9 @@ def test_max_cost_stops_the_run_before_it_is_exceeded_and_keeps_the_work(fake_ll
     tr = translator(fake_llm, price_in="1000", price_out="1000", max_cost="0.9", concurrency=1)
     with pytest.raises(BudgetExceeded, match="stopping before --max-cost USD 0.9000 would be exceeded"):
         run(source, tmp_path / "out", tr)
-    assert tr.meter.spent <= 0.9 and not (tmp_path / "out" / "corpus.jsonl").exists()
+    assert tr.llm.meter.spent <= 0.9 and not (tmp_path / "out" / "corpus.jsonl").exists()
     with TranslationMemory(tmp_path / "out.sqlite") as tm:
-        assert 0 < tm.count() == tr.meter.requests < 10  # every answer paid for is committed
+        assert 0 < tm.count() == tr.llm.meter.requests < 10  # every answer paid for is committed
 
 
 def test_a_server_that_goes_down_stops_the_run_with_a_clear_error_then_resumes(fake_llm_factory, source, tmp_path):

@@ -32,7 +32,7 @@ class LocalExecutor:
 
 
 class StreamingExecutor:
-    """Keep about ``in_flight`` units of an asynchronous backend (one with ``submit_unit(segment)`` returning
+    """Keep about ``in_flight`` units of a backend with ``document_units`` (its ``submit_unit(segment)`` returns
     a future) in flight across batch boundaries, and hand each back as soon as it is done.
 
     The server never idles between batches (no batch waits for its slowest unit), and each unit is
@@ -85,10 +85,10 @@ class StreamingExecutor:
 
 def make_executor(name: str, translator: Translator, factory: Callable[[], Translator] | None = None,
                   **options) -> Executor:
-    """``local`` (this process: streaming for a backend with ``submit_unit``) or ``ray`` (replicas built by
+    """``local`` (this process: streaming for a backend with ``document_units``) or ``ray`` (replicas built by
     ``factory`` on Ray; see :mod:`.ray_executor`)."""
     if name == "local":
-        if hasattr(translator, "submit_unit"):
+        if translator.document_units:
             return StreamingExecutor(translator, translator.units_in_flight)
         return LocalExecutor(translator)
     if name == "ray":

@@ -76,7 +76,7 @@ def make_planner(translator: Translator, verbatim: str, verbatim_kinds: tuple[st
     units within the backend's budget for LLM backends, which keep URLs and numbers themselves (checked by
     their validation), so ``auto`` means ``off`` for them and ``split`` (cutting documents) is refused."""
     limits = [x for x in (translator.max_segment_tokens(), max_segment_tokens) if x]
-    unit_tokens = translator.unit_token_budget()
+    unit_tokens = translator.unit_tokens if translator.document_units else None
     if unit_tokens and verbatim == "split":
         raise BeirxError(f"--verbatim split cuts documents apart; the {translator.name} translator translates whole "
                          "documents: use --verbatim off (its validation checks URLs and numbers) or placeholders")
@@ -86,7 +86,7 @@ def make_planner(translator: Translator, verbatim: str, verbatim_kinds: tuple[st
     except ValueError as exc:
         raise BeirxError(str(exc)) from None
     planner = Planner(translator.src, mode, kinds, min(limits) if limits else None, translator.count_tokens,
-                      unit_tokens=unit_tokens, one_line_units=translator.one_line_units)
+                      unit_tokens=unit_tokens, one_line_units=bool(unit_tokens) and translator.one_line_units)
     return planner, (mode, kinds)
 
 

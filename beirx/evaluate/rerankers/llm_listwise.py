@@ -42,8 +42,7 @@ from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_promp
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
-from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter, connect
-from beirx.models.llm.protocol import backend_for
+from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter, backend_for, connect
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)

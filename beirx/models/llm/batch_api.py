@@ -61,7 +61,7 @@ class BatchAPI:
                     except BadAnswer as exc:
                         out[row["custom_id"]] = TransportError(f"malformed answer: {exc}")
                         continue
-                    self.client.meter.add(out[row["custom_id"]].usage)
+                    self.client.meter.settle(0.0, out[row["custom_id"]].usage)
                 else:
                     error = row.get("error") or (response.get("body") or {}).get("error") or {}
                     status = response.get("status_code")

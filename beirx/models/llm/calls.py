@@ -12,6 +12,8 @@ from beirx.models.llm.usage import Usage
 CHAT, COMPLETIONS = "chat", "completions"
 #: The path of each API under the base URL (also the ``url`` of a Batch file line).
 PATHS = {CHAT: "/v1/chat/completions", COMPLETIONS: "/v1/completions"}
+#: Tokens of chat framing (role markers of chat templates) per message.
+CHAT_FRAMING_TOKENS = 4
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Request:
     def worst_case(self) -> Usage:
         """An upper estimate of the usage, for the spending cap: the prompt by :func:`approx_tokens` (plus
         a few tokens of chat framing per message), and ``max_tokens`` (or twice the prompt) generated."""
-        prompt = approx_tokens(self.text) + 4 * len(self.messages)
+        prompt = approx_tokens(self.text) + CHAT_FRAMING_TOKENS * len(self.messages)
         return Usage(prompt, self.max_tokens if self.max_tokens is not None else 2 * prompt)
 
 
@@ -79,89 +81,58 @@ class Reply:
     def from_body(cls, kind: str, body: Any, attempts: int = 1) -> Reply:
         """From a response's JSON (a live answer, or a Batch output line's body); :class:`BadAnswer` saying
         what is wrong when it is not a completion of ``kind``."""
-        if not isinstance(body, dict):
-            raise BadAnswer(f"a JSON {type(body).__name__} instead of an object")
-        choice = _first_choice(body)
-        if kind == CHAT:
-            message = choice.get("message")
-            if message is None:
-                message = {}
-            if not isinstance(message, dict):
-                raise BadAnswer(f"choices[0].message is a {type(message).__name__}, not an object")
-            text, refusal = _string(message, "content", "choices[0].message"), message.get("refusal") or None
-        else:
-            text, refusal = _string(choice, "text", "choices[0]"), None
-        return cls(text, choice.get("finish_reason"), Usage.from_payload(body.get("usage")),
-                   refusal if isinstance(refusal, str) else None, attempts)
+        text, refusal, finish_reason = _first_choice(kind, body, "message") or ("", None, None)
+        return cls(text, finish_reason, Usage.from_payload(body.get("usage")), refusal, attempts)
 
 
 class BadAnswer(Exception):
     """A 200 answer that is not a completion (the message says what is wrong; the client names the server)."""
 
 
-def _first_choice(body: dict[str, Any]) -> dict[str, Any]:
+def _first_choice(kind: str, body: Any, key: str) -> tuple[str, str | None, str | None] | None:
+    """``(text, refusal, finish_reason)`` of the first choice of a response's JSON (``key``: ``message``, or
+    ``delta`` in a streamed event), None when it has no choice; :class:`BadAnswer` when it is malformed."""
+    if not isinstance(body, dict):
+        raise BadAnswer(f"a JSON {type(body).__name__} instead of an object")
     choices = body.get("choices")
     if choices is None or choices == []:
         if "error" in body:
             raise BadAnswer(f"an error instead of a completion: {str(body['error'])[:200]}")
-        return {}
+        return None
     if not isinstance(choices, list):
         raise BadAnswer(f"'choices' is a {type(choices).__name__}, not a list")
-    if not isinstance(choices[0], dict):
-        raise BadAnswer(f"choices[0] is a {type(choices[0]).__name__}, not an object")
-    return choices[0]
-
-
-def _string(node: dict[str, Any], key: str, where: str) -> str:
-    value = node.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise BadAnswer(f"{where}.{key} is a {type(value).__name__}, not a string")
-    return value
+    choice = node = choices[0]
+    where = "choices[0]"
+    for _ in range(2 if kind == CHAT else 1):  # the choice, then a chat choice's message (or delta)
+        if not isinstance(node, dict):
+            raise BadAnswer(f"{where} is a {type(node).__name__}, not an object")
+        if kind == CHAT and node is choice:
+            node, where = {} if choice.get(key) is None else choice[key], f"{where}.{key}"
+    text, refusal = node.get("content" if kind == CHAT else "text"), node.get("refusal")
+    if text is not None and not isinstance(text, str):
+        raise BadAnswer(f"{where}.{'content' if kind == CHAT else 'text'} is a {type(text).__name__}, not a string")
+    return text or "", refusal if isinstance(refusal, str) and refusal else None, choice.get("finish_reason")
 
 
 class StreamedReply:
-    """Assembles a streamed answer (server-sent ``chat.completion.chunk``/``text_completion`` events) into
-    the body :meth:`Reply.from_body` reads: the text deltas joined, the last finish reason, the usage if the
-    server sent it (``stream_options.include_usage``), else ``None``."""
+    """Assembles a streamed answer (server-sent ``chat.completion.chunk``/``text_completion`` events): the text
+    deltas joined, the last finish reason, the usage if the server sent it (``stream_options.include_usage``)."""
 
     def __init__(self, kind: str):
-        self.kind = kind
-        self.parts: list[str] = []
-        self.refusal: list[str] = []
-        self.finish_reason: str | None = None
-        self.usage: Any = None
-        self.chunks = 0
+        self.kind, self.parts, self.refusal, self.finish_reason, self.usage, self.chunks = kind, [], [], None, None, 0
 
     def add(self, chunk: Any) -> None:
-        if not isinstance(chunk, dict):
-            raise BadAnswer(f"a streamed event is a JSON {type(chunk).__name__}, not an object")
-        if chunk.get("usage"):
+        if isinstance(chunk, dict) and chunk.get("usage"):
             self.usage = chunk["usage"]
-        if "error" in chunk and not chunk.get("choices"):
-            raise BadAnswer(f"an error in the stream: {str(chunk['error'])[:200]}")
-        choice = _first_choice(chunk)
-        if not choice:
-            return
-        self.chunks += 1
-        if self.kind == CHAT:
-            delta = choice.get("delta") or {}
-            if not isinstance(delta, dict):
-                raise BadAnswer(f"choices[0].delta is a {type(delta).__name__}, not an object")
-            self.parts.append(_string(delta, "content", "choices[0].delta"))
-            if isinstance(delta.get("refusal"), str):
-                self.refusal.append(delta["refusal"])
-        else:
-            self.parts.append(_string(choice, "text", "choices[0]"))
-        if choice.get("finish_reason"):
-            self.finish_reason = choice["finish_reason"]
+        choice = _first_choice(self.kind, chunk, "delta")
+        if choice is not None:
+            self.chunks += 1
+            self.parts.append(choice[0])
+            self.refusal.append(choice[1] or "")
+            self.finish_reason = choice[2] or self.finish_reason
 
-    def body(self) -> dict[str, Any]:
-        text = "".join(self.parts)
-        choice = {"finish_reason": self.finish_reason}
-        if self.kind == CHAT:
-            choice["message"] = {"content": text, "refusal": "".join(self.refusal) or None}
-        else:
-            choice["text"] = text
-        return {"choices": [choice], "usage": self.usage}
+    def reply(self, attempts: int, usage: Usage) -> Reply:
+        """The answer (``usage``: what counts when the server sent none)."""
+        return Reply("".join(self.parts), self.finish_reason,
+                     usage if self.usage is None else Usage.from_payload(self.usage), "".join(self.refusal) or None,
+                     attempts)

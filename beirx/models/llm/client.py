@@ -3,11 +3,9 @@ circuit breaker and usage metering around the official ``openai`` async client.
 
 Why it is shaped like this:
 
-* **One event loop of its own.** The client runs ``openai.AsyncOpenAI`` on a private event loop in a
-  daemon thread, started at the first request. Stage code that is not async calls :meth:`LLMClient.call`
-  / :meth:`LLMClient.call_many`; async code awaits :meth:`LLMClient.acall` from any loop; threads may
-  :meth:`LLMClient.submit`. The connection pool, the concurrency limit and the breaker live on that one
-  loop, so every caller shares one budget of ``Endpoint.concurrency`` requests in flight.
+* **One event loop of its own** (:class:`~beirx.models.llm.protocol.LLM`): ``openai.AsyncOpenAI``, the
+  concurrency limit and the breaker live on it, so every caller shares one budget of
+  ``Endpoint.concurrency`` requests in flight.
 * **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
   meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
   ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
@@ -29,21 +27,18 @@ Why it is shaped like this:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request, StreamedReply
-from beirx.models.llm.tokens import approx_tokens
-from beirx.models.llm.usage import Usage
 from beirx.models.llm.endpoint import Endpoint
-from beirx.models.llm.loop import BackgroundLoop
-from beirx.models.llm.usage import UsageMeter
+from beirx.models.llm.protocol import LLM
+from beirx.models.llm.usage import Usage, UsageMeter
 from beirx.redact import redact_text, redact_url, remember_secret
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
@@ -75,7 +70,7 @@ class EndpointDown(TransportError):
     """The circuit breaker is open: the server failed ``breaker_failures`` attempts in a row."""
 
 
-class LLMClient:
+class LLMClient(LLM):
     """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``: the
     server implementation of :class:`~beirx.models.llm.protocol.LLM`.
 
@@ -87,13 +82,11 @@ class LLMClient:
 
     def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
+        super().__init__(meter, "beirx-llm-client")
         self.endpoint = endpoint
-        self.meter = meter if meter is not None else UsageMeter()
-        self._limiter: asyncio.Semaphore | None = None
         self._sleep = sleep or asyncio.sleep
         self._key = ""
         self._openai = None
-        self._loop = BackgroundLoop("beirx-llm-client")
         self._fatal: Callable[[], LLMError] | None = None  # after a 401/403 or a malformed answer: every later
         # request fails at once with the same error (nothing more is sent)
         self._start_lock = threading.Lock()
@@ -109,58 +102,6 @@ class LLMClient:
         self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
         self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
                                   max_delay=endpoint.max_backoff)
-
-    # -- entry points ------------------------------------------------------------------------------------
-    def submit(self, request: Request) -> concurrent.futures.Future[Reply]:
-        """Send ``request`` (from any thread); the future holds the :class:`Reply` or the error."""
-        self._start()
-        return self._loop.submit(self._call(request))
-
-    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` on the client's loop (code that drives many requests: its ``await acall`` then
-        costs no thread hop); the future holds its result. Start the client first if needed."""
-        self._start()
-        return self._loop.submit(coroutine)
-
-    def call(self, request: Request) -> Reply:
-        """Send ``request`` and wait for its reply (synchronous code)."""
-        return self.submit(request).result()
-
-    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
-        """Send all ``requests`` concurrently (within the limit); replies in request order. With
-        ``return_exceptions`` a failed request's error takes its place, else the first error is raised
-        once every request has finished."""
-        self._start()
-
-        async def gather():
-            return await asyncio.gather(*(self._call(r) for r in requests), return_exceptions=True)
-
-        results = self._loop.submit(gather()).result()
-        if not return_exceptions:
-            for result in results:
-                if isinstance(result, BaseException):
-                    raise result
-        return results
-
-    async def acall(self, request: Request) -> Reply:
-        """Await ``request`` from any event loop."""
-        if self._loop.here():
-            return await self._call(request)
-        return await asyncio.wrap_future(self.submit(request))
-
-    def close(self) -> None:
-        """Close the connections and stop the client's loop (idempotent)."""
-        with self._start_lock:
-            if self._openai is not None:
-                self._loop.submit(self._openai.close()).result()
-                self._openai = None
-            self._loop.stop()
-
-    def __enter__(self) -> LLMClient:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     @property
     def model(self) -> str:
@@ -179,35 +120,28 @@ class LLMClient:
         self._start()
         return self._openai
 
-    # -- the loop ------------------------------------------------------------------------------------------
     def _start(self) -> None:
         with self._start_lock:
             if self._openai is None:
-                self._openai_module = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
+                openai = self._openai_module = require("openai", "llm", "LLM requests to an OpenAI-compatible server")
                 self._httpx = _http_library()
                 self._key = self.endpoint.api_key()  # fails here, before anything is sent, when a key is needed
                 remember_secret(self._key)
-                self._loop.submit(self._setup()).result()
+                if logging.getLogger("httpx2").level == logging.NOTSET:  # one INFO line per request otherwise
+                    logging.getLogger("httpx2").setLevel(logging.WARNING)
+                self._openai = openai.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
+                                                  timeout=self.endpoint.timeout, max_retries=0)
+                self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
 
-    async def _setup(self) -> None:
-        if logging.getLogger("httpx2").level == logging.NOTSET:  # one INFO line per request otherwise
-            logging.getLogger("httpx2").setLevel(logging.WARNING)
-        self._openai = self._openai_module.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
-                                                       timeout=self.endpoint.timeout, max_retries=0)
-        self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
+    def close(self) -> None:
+        """Close the connections and stop the client's loop (idempotent)."""
+        with self._start_lock:
+            if self._openai is not None:
+                self._submit(self._openai.close()).result()
+                self._openai = None
+        super().close()
 
-    # -- one request ------------------------------------------------------------------------------------------
-    async def _call(self, request: Request) -> Reply:
-        reserved = self.meter.reserve(request.worst_case())
-        usage = None
-        try:
-            reply = await self._attempts(request)
-            usage = reply.usage
-            return reply
-        finally:
-            self.meter.settle(reserved, usage)
-
-    async def _attempts(self, request: Request) -> Reply:
+    async def _answer(self, request: Request) -> Reply:
         openai, httpx = self._openai_module, self._httpx
         last = ""
         for attempt in range(self.policy.attempts):
@@ -285,12 +219,8 @@ class LLMClient:
                     raise _Dropped("the stream ended before the answer was complete")
             finally:
                 await response.aclose()
-        reply = Reply.from_body(request.kind, streamed.body(), attempt)
-        if streamed.usage is None:  # the server does not count a stream (llama.cpp): a chunk is a token
-            reply = Reply(reply.text, reply.finish_reason,
-                          Usage(approx_tokens(request.text) + 4 * len(request.messages), streamed.chunks),
-                          reply.refusal, attempt)
-        return reply
+        # a server that does not count a stream (llama.cpp): a chunk is a token
+        return streamed.reply(attempt, Usage(request.worst_case().prompt_tokens, streamed.chunks))
 
     def _check_breaker(self) -> None:
         if self._fatal is not None:

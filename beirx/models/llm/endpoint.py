@@ -84,14 +84,10 @@ class Endpoint:
         url = (base_url or os.environ.get(BASE_URL_ENV, "").strip() or OPENAI_BASE_URL).rstrip("/")
         return cls(model=model, base_url=url, **limits)
 
-    @property
-    def needs_key(self) -> bool:
-        return (urlsplit(self.base_url).hostname or "") in HOSTED_NEEDING_KEY
-
     def api_key(self) -> str:
         """The key from ``$OPENAI_API_KEY``; a hosted API without one is an error naming the variable."""
         key = os.environ.get(KEY_ENV, "").strip()
-        if not key and self.needs_key:
+        if not key and urlsplit(self.base_url).hostname in HOSTED_NEEDING_KEY:
             raise BeirxError(f"{redact_url(self.base_url)} needs an API key: set the environment variable {KEY_ENV} "
                              "(it is never read from an argument or a file)")
         return key or NO_KEY

@@ -85,8 +85,8 @@ class Task(Protocol):
 
 
 class UnitEngine:
-    def __init__(self, task: Task, retries: int, max_depth: int = MAX_SPLIT_DEPTH):
-        self.task, self.retries, self.max_depth = task, retries, max_depth
+    def __init__(self, task: Task, retries: int):
+        self.task, self.retries = task, retries
 
     def request(self, unit: Unit, attempts: Attempts) -> Request:
         if attempts.max_tokens is None:
@@ -121,7 +121,7 @@ class UnitEngine:
 
     def split(self, unit: Unit) -> tuple[Unit, str, Unit] | None:
         """The two halves of ``unit`` and the separator between them, or None (too deep, or one sentence)."""
-        halves = self.task.halves(unit) if unit.depth < self.max_depth else None
+        halves = self.task.halves(unit) if unit.depth < MAX_SPLIT_DEPTH else None
         if not halves:
             return None
         left, gap, right = halves

@@ -13,16 +13,14 @@ loaded once per process (:func:`beirx.models.causal_lm.causal_lm`), on the GPU w
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from beirx.models.llm.calls import Reply, Request
-from beirx.models.llm.loop import BackgroundLoop
+from beirx.models.llm.protocol import LLM
 from beirx.models.llm.usage import UsageMeter
 
 
-class LocalLLM:
+class LocalLLM(LLM):
     """``LocalLLM("path/or/hub-id", device="cpu", batch_size=8)``: the same calls as :class:`LLMClient`."""
 
     backend = "transformers"
@@ -31,12 +29,11 @@ class LocalLLM:
                  meter: UsageMeter | None = None):
         from beirx.models.device import choose_device
 
+        super().__init__(meter, "beirx-local-llm")
         self.model, self.revision = model, revision
         self._files = None  # resolved when first needed (a dry run downloads nothing)
         self.device = choose_device(device)
         self.batch_size = int(batch_size)
-        self.meter = meter if meter is not None else UsageMeter()
-        self._loop = BackgroundLoop("beirx-local-llm")
         self._waiting: list[tuple[Request, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
 
@@ -64,30 +61,12 @@ class LocalLLM:
                 "dtype": str(self.loaded()[1].dtype).removeprefix("torch."), "device": self.device,
                 "batch_size": self.batch_size}
 
-    # -- the LLM calls ------------------------------------------------------------------------------------
-    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        return self._loop.submit(coroutine)
-
-    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
-        async def gather():
-            return await asyncio.gather(*(self.acall(r) for r in requests), return_exceptions=return_exceptions)
-
-        return self.schedule(gather()).result()
-
-    async def acall(self, request: Request) -> Reply:
-        if not self._loop.here():
-            return await asyncio.wrap_future(self.schedule(self.acall(request)))
-        reserved = self.meter.reserve(request.worst_case())
+    async def _answer(self, request: Request) -> Reply:
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((request, future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
-        reply = None
-        try:
-            reply = await future
-            return reply
-        finally:
-            self.meter.settle(reserved, reply.usage if reply is not None else None)
+        return await future
 
     async def _drain(self) -> None:
         """Generate the waiting requests, ``batch_size`` at a time (same sampling settings), until none is left."""
@@ -112,7 +91,7 @@ class LocalLLM:
         return generate(tokenizer, model, requests, self.device, temperature=temperature, seed=seed)
 
     def close(self) -> None:
-        self._loop.stop()
+        super().close()
         self._waiting, self._drainer = [], None  # a later call starts a new loop
 
 

@@ -1,65 +1,117 @@
-"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), and
-:func:`connect`, which picks its implementation: a server through :class:`~beirx.models.llm.client.LLMClient`,
-or a causal LM in this process through :class:`~beirx.models.llm.local.LocalLLM`. Same requests, same
-replies, same usage meter, so a stage runs on either with the same code."""
+"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), served by
+a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
+:class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
+replies, same usage meter, so a stage runs on either with the same code.
+
+Both run their requests on an event loop of their own, in a daemon thread started at the first request:
+stage code that is not async calls :meth:`LLM.call` / :meth:`LLM.call_many`, async code awaits
+:meth:`LLM.acall` from any loop, and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on
+the LLM's loop (its ``await acall`` then costs no thread hop). Every request reserves its worst case against
+the meter's spending cap before it is sent and is settled with the usage of its answer.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import threading
 from collections.abc import Coroutine, Iterable
-from typing import Any, Protocol
+from typing import Any
 
-from beirx.errors import BeirxError
 from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.usage import UsageMeter
 
-BACKENDS = ("openai", "transformers")
 
 
-class LLM(Protocol):
+class LLM:
     """``backend``: "openai" (a server) or "transformers" (in process); ``location``: where answers come from,
     for cache keys (the server's address, or the local model's revision); ``meter``: usage and spending cap.
-    ``acall`` from any event loop (cheapest from the LLM's own: ``schedule`` a coroutine driving many requests
-    there); ``call_many`` from synchronous code, answers in order (errors in place with ``return_exceptions``)."""
+    An implementation answers one request in :meth:`_answer` (on the LLM's loop) and says what it is."""
 
     backend: str
     model: str
-    meter: UsageMeter
+
+    def __init__(self, meter: UsageMeter | None, thread_name: str):
+        self.meter = meter if meter is not None else UsageMeter()
+        self._thread_name = thread_name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
 
     @property
-    def location(self) -> str: ...
+    def location(self) -> str:
+        raise NotImplementedError
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> dict[str, Any]:
+        raise NotImplementedError
 
-    async def acall(self, request: Request) -> Reply: ...
+    async def _answer(self, request: Request) -> Reply:
+        raise NotImplementedError
 
-    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]: ...
+    def _start(self) -> None:
+        """Prepare what requests need (called before any is scheduled; cheap once done)."""
 
-    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future: ...
+    # -- entry points ------------------------------------------------------------------------------------
+    def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        """Run ``coroutine`` on the LLM's loop, from any thread; the future holds its result."""
+        self._start()
+        return self._submit(coroutine)
 
-    def close(self) -> None: ...
+    def _submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name=self._thread_name, daemon=True)
+                self._thread.start()
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
+    def call(self, request: Request) -> Reply:
+        """Send ``request`` and wait for its reply (synchronous code)."""
+        return self.schedule(self.acall(request)).result()
 
-def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
-    """The backend asked for: explicit, else a server when ``base_url`` is given, else in process."""
-    chosen = backend or ("openai" if base_url else "transformers")
-    if chosen not in BACKENDS:
-        raise BeirxError(f"{what} backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
-    return chosen
+    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
+        """Send all ``requests`` concurrently; replies in request order. With ``return_exceptions`` a failed
+        request's error takes its place, else the first error is raised once every request has finished."""
+        async def gather():
+            return await asyncio.gather(*(self.acall(r) for r in requests), return_exceptions=True)
 
+        results = self.schedule(gather()).result()
+        for result in results if not return_exceptions else ():
+            if isinstance(result, BaseException):
+                raise result
+        return results
 
-def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
-            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
-            revision: str | None = None, what: str = "the LLM") -> LLM:
-    """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
-    ``concurrency`` requests in flight, ``timeout`` seconds without progress), else run in this process
-    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model)."""
-    if backend_for(backend, base_url, what) == "openai":
-        from beirx.models.llm.client import LLMClient
-        from beirx.models.llm.endpoint import Endpoint
+    async def acall(self, request: Request) -> Reply:
+        """Await ``request`` from any event loop."""
+        if not self._here():
+            return await asyncio.wrap_future(self.schedule(self.acall(request)))
+        reserved = self.meter.reserve(request.worst_case())
+        usage = None
+        try:
+            reply = await self._answer(request)
+            usage = reply.usage
+            return reply
+        finally:
+            self.meter.settle(reserved, usage)
 
-        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout)),
-                         meter=meter)
-    from beirx.models.llm.local import LocalLLM
+    def _here(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            return False
 
-    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter)
+    def close(self) -> None:
+        """Stop the LLM's loop and join its thread (idempotent; a later request starts them again)."""
+        with self._loop_lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -6,7 +6,7 @@ never serves answers written for the old one. A user file (``--prompt-file``) is
 defaults key by key (tables recursively), so it may hold only the prompts it changes; the SHA-256 is over
 the merged prompts (canonical JSON), i.e. exactly what is sent.
 
-Templates are filled with :func:`fill` (``str.format`` fields such as ``{text}``; a literal brace is
+Templates are filled with :meth:`PromptFile.fill` (``str.format`` fields such as ``{text}``; a literal brace is
 written ``{{``); an unknown field is an error naming the file and the key.
 """
 
@@ -75,8 +75,16 @@ class PromptFile:
         return node
 
     def fill(self, *keys: str, **values: Any) -> str:
-        """The template at ``keys`` filled with ``values``."""
-        return fill(self.get(*keys), values, where=f"{self.source}: {'.'.join(keys)}")
+        """The template at ``keys`` filled with ``values`` (``str.format``), an error naming the template and
+        the unknown field."""
+        where = f"{self.source}: {'.'.join(keys)}"
+        try:
+            return self.get(*keys).format_map(values)
+        except KeyError as exc:
+            raise BeirxError(f"{where}: unknown field {{{exc.args[0]}}}; known fields: "
+                             f"{', '.join('{' + k + '}' for k in sorted(values))}") from None
+        except (ValueError, IndexError) as exc:
+            raise BeirxError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
 
     def check(self, keys: tuple[str, ...], fields: Iterable[str], required: str | None = None) -> None:
         """Fail now, before any request, naming the file and the key, when the template at ``keys`` is not a
@@ -99,17 +107,6 @@ class PromptFile:
 
     def describe(self) -> dict[str, str]:
         return {"prompt_version": self.version, "prompt_sha256": self.sha256, "prompt_source": self.source}
-
-
-def fill(template: str, values: dict[str, Any], where: str = "prompt") -> str:
-    """``template.format(**values)`` with an error that names the template and the unknown field."""
-    try:
-        return template.format_map(values)
-    except KeyError as exc:
-        raise BeirxError(f"{where}: unknown field {{{exc.args[0]}}}; known fields: "
-                         f"{', '.join('{' + k + '}' for k in sorted(values))}") from None
-    except (ValueError, IndexError) as exc:
-        raise BeirxError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
 
 
 def _parse(text: str, where: str) -> dict[str, Any]:

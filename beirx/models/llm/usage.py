@@ -29,10 +29,6 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
 
@@ -94,16 +90,13 @@ class UsageMeter:
         return amount
 
     def settle(self, reserved: float, usage: Usage | None) -> None:
-        """Replace a reservation by the usage the server reported (None: the request failed, nothing billed)."""
+        """Replace a reservation by the usage the server reported (None: the request failed, nothing billed;
+        ``reserved`` 0: a response that had no reservation, e.g. a Batch API result)."""
         with self._lock:
             self._reserved = max(0.0, self._reserved - reserved)
             if usage is not None:
                 self.usage += usage
                 self.requests += 1
-
-    def add(self, usage: Usage) -> None:
-        """Count a response that had no reservation (e.g. a Batch API result)."""
-        self.settle(0.0, usage)
 
     def retried(self, kind: str) -> None:
         with self._lock:

@@ -28,6 +28,10 @@ class Translator(ABC):
     #: Whether ``--batch`` can send this backend's units through a provider's Batch API
     #: (:class:`beirx.translate.llm.batch.BatchExecutor`).
     supports_batch_api: ClassVar[bool] = False
+    #: Whether the backend translates whole document units, each on its own and concurrently, as the LLM
+    #: backends do (:class:`beirx.translate.llm.translator.LLMTranslator` says what that takes: ``unit_tokens``,
+    #: ``one_line_units``, ``submit_unit`` for the streaming executor, ``run_report`` for the manifest).
+    document_units: ClassVar[bool] = False
     #: Title of the help group of the flags this class declares (``beirx translate --help``), followed by the
     #: backends that take them; None: ``NAME (--translator NAME)``.
     flags_title: ClassVar[str | None] = None
@@ -89,9 +93,6 @@ class Translator(ABC):
     def translate_batch(self, segments: list[str]) -> list[str]:
         """Translate ``segments`` (non-empty strings) and return one output per input, in order."""
 
-    #: LLM backends: units hold one paragraph at most (a single-line prompt, e.g. few-shot completions).
-    one_line_units: ClassVar[bool] = False
-
     def check_ready(self) -> None:
         """Fail now, before any download or segmenting, when a real run could not start (e.g. a paid API's
         missing credential). Default: nothing to check."""
@@ -99,15 +100,6 @@ class Translator(ABC):
     def max_segment_tokens(self) -> int | None:
         """The model's input limit in its own tokens, or None when the backend has none."""
         return None
-
-    def unit_token_budget(self) -> int | None:
-        """LLM backends: the token budget of a document unit (:mod:`beirx.translate.llm.units`); None for
-        sentence-level backends."""
-        return None
-
-    def run_report(self, tally: dict[str, Any]) -> dict[str, Any]:
-        """LLM backends: the manifest's ``llm`` record of a run, given the outcome ``tally`` of its units."""
-        raise NotImplementedError
 
     def count_tokens(self, text: str) -> int:
         """Length of ``text`` in the backend's units (default: whitespace words)."""

@@ -28,7 +28,7 @@ from beirx.translate.llm.translator import LLMTranslator
 
 class OpenAITranslator(LLMTranslator):
     name = "openai"
-    supports_batch_api = True  # ``--batch``: :class:`beirx.translate.llm.batch.BatchExecutor` uses ``client``
+    supports_batch_api = True  # ``--batch``: :class:`beirx.translate.llm.batch.BatchExecutor` uses ``llm``
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  concurrency: int | str = 8, timeout: float | str = 120.0, deadline: float | str | None = None,
@@ -46,8 +46,7 @@ class OpenAITranslator(LLMTranslator):
             attempts=number("attempts", attempts, positive_int), backoff=number("backoff", backoff, non_negative_float),
             breaker_failures=number("breaker_failures", breaker_failures, positive_int),
             breaker_seconds=number("breaker_seconds", breaker_seconds, non_negative_float))
-        self.meter = UsageMeter(self.prices, self.max_cost)
-        self.llm = self.client = LLMClient(self.endpoint, meter=self.meter)
+        self.llm = LLMClient(self.endpoint, meter=UsageMeter(self.prices, self.max_cost))
         self.units_in_flight = 2 * self.endpoint.concurrency
 
     def check_ready(self) -> None:
@@ -57,10 +56,6 @@ class OpenAITranslator(LLMTranslator):
     def settings(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint.describe(), "concurrency": self.endpoint.concurrency,
                 "timeout": self.endpoint.timeout, **super().settings()}
-
-    def transport_report(self) -> dict[str, Any]:
-        snapshot = self.meter.snapshot()
-        return {"transport_retries": snapshot["retries"], "transport_failures": snapshot["transient_failures"]}
 
     def for_replicas(self, options: dict[str, Any], workers: int) -> dict[str, Any]:
         """Options of each of ``workers`` Ray replicas: they share this endpoint's concurrency and cost budgets."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
-from beirx.models.llm import LLMRequestError, TransportError
+from beirx.models.llm import LLMRequestError, Reply, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
 from beirx.models.llm.engine import ACCEPTED, REFUSED, SPENT, SPLIT, Attempts, Unit
@@ -43,7 +43,7 @@ class BatchExecutor:
 
     def __init__(self, translator, state_path: Path | str, poll_seconds: float = POLL_SECONDS):
         self.translator = translator
-        self.api = BatchAPI(translator.client)
+        self.api = BatchAPI(translator.llm)
         self.state_path = Path(state_path)
         self.poll_seconds = poll_seconds
 
@@ -71,8 +71,8 @@ class BatchExecutor:
                     left, gap, right = engine.split(unit.unit)
                     unit.gap, unit.halves = gap, [_Open(left), _Open(right)]
                 unit.done = step in (ACCEPTED, SPENT)
-            for cid in [c for c in round_["ids"] if c in asked and isinstance(results.get(c, _NO_ANSWER),
-                                                                                  TransportError)]:
+            for cid in [c for c in round_["ids"] if c in asked and not isinstance(results.get(c), (Reply,
+                                                                                               LLMRequestError))]:
                 # no answer (an expired batch, a 5xx): never a final row; another round, else left pending
                 rounds = state.setdefault("unanswered", {})
                 rounds[cid] = rounds.get(cid, 0) + 1
@@ -148,9 +148,6 @@ class BatchExecutor:
 
     def close(self) -> None:
         pass
-
-
-_NO_ANSWER = TransportError("no answer")
 
 
 @dataclass

@@ -14,11 +14,11 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from beirx.models.llm import CHAT, Usage
+from beirx.models.llm import Usage
+from beirx.models.llm.calls import CHAT_FRAMING_TOKENS
 from beirx.translate.llm.units import unmark
 
 OUTPUT_RATIO = 1.3
-CHAT_FRAMING_TOKENS = 4  # per message: role markers of chat templates
 
 
 class Estimate:
@@ -34,9 +34,8 @@ class Estimate:
             kind, text = unmark(segment)
             unit_tokens = translator.count_tokens(text)
             request = translator.prompts.request(kind, text, translator.max_tokens_for(text))
-            framing = CHAT_FRAMING_TOKENS * len(request.messages) if request.kind == CHAT else 0
             self.requests += 1
-            self.prompt_tokens += translator.count_tokens(request.text) + framing
+            self.prompt_tokens += translator.count_tokens(request.text) + CHAT_FRAMING_TOKENS * len(request.messages)
             self.completion_tokens += math.ceil(unit_tokens * OUTPUT_RATIO)
 
     def as_dict(self) -> dict[str, Any]:

@@ -100,6 +100,7 @@ class LLMTranslator(Translator):
         return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
 
     max_batch_size = 32
+    document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, api: str = CHAT,
@@ -144,10 +145,7 @@ class LLMTranslator(Translator):
     def one_line_units(self) -> bool:  # a completion stops at the end of the line
         return self.api != CHAT
 
-    def unit_token_budget(self) -> int:
-        return self.unit_tokens
-
-    def count_tokens(self, text: str) -> int:
+    def count_tokens(self, text: str) -> int:  # the planner's unit budget and max_tokens: the model's tokens
         return self.counter.count(text)
 
     @classmethod
@@ -215,22 +213,19 @@ class LLMTranslator(Translator):
         return self.prompts.request(unit.kind, unit.text, attempts.max_tokens, attempts.reasons or None)
 
     def check(self, unit: Unit, reply: Reply) -> Verdict:
-        verdict = self.validator.check(unit.kind, unit.text, reply)
-        return Verdict(verdict.ok, verdict.text if verdict.ok else None, verdict.reasons, verdict.details,
-                       None if verdict.ok or verdict.hard else verdict.text, verdict.stripped)
+        return self.validator.check(unit.kind, unit.text, reply)
 
     def halves(self, unit: Unit) -> tuple[str, str, str] | None:
         return _halves(unit.text, self.src)
 
     def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
-        usage = tuple(result.usage)
+        usage, rejected = tuple(result.usage), list(dict.fromkeys(result.rejected))
         if result.text is not None:
-            note = None if not result.rejected else {
-                "outcome": RETRIED, "reasons": _unique(result.rejected), "attempts": result.attempts, "written": "llm"}
+            note = None if not rejected else {"outcome": RETRIED, "reasons": rejected, "attempts": result.attempts,
+                                              "written": "llm"}
             return Checked(result.text, note, usage, result.stripped)
-        note = {"outcome": FLAGGED, "reasons": result.reasons, "attempts": result.attempts,
-                "rejected": _unique(result.rejected)}
+        note = {"outcome": FLAGGED, "reasons": result.reasons, "attempts": result.attempts, "rejected": rejected}
         if result.details:
             note["details"] = result.details
         if self.fallback_name:
@@ -238,7 +233,7 @@ class LLMTranslator(Translator):
             if translated is not None:
                 return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
                                             "fallback": self.fallback_name}, usage)
-            note["reasons"] = _unique(note["reasons"] + ["fallback_failed"])
+            note["reasons"] = list(dict.fromkeys(note["reasons"] + ["fallback_failed"]))
         if result.candidate is not None:
             return Checked(result.candidate, {**note, "written": "llm"}, usage)
         return Checked(text, {**note, "written": "source"}, usage)
@@ -263,7 +258,7 @@ class LLMTranslator(Translator):
                 log.warning("fallback %s failed: %s", self.fallback_name, exc)
                 return None
         if any(not line.strip() or "\n" in line for line in out) or \
-                sorted(_placeholders(text)) != sorted(_placeholders("\n".join(out))):
+                sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall("\n".join(out))):
             return None
         return "\n".join(out)
 
@@ -275,21 +270,13 @@ class LLMTranslator(Translator):
 
     # -- the manifest ----------------------------------------------------------------------------------------
     def run_report(self, tally: dict[str, Any]) -> dict[str, Any]:
+        """The manifest's ``llm`` record of a run, given the outcome ``tally`` of its units; the transport's
+        retries and failures (below the validation) from the LLM's meter (a local model has none)."""
         cost = self.prices.cost(Usage(tally["prompt_tokens"], tally["completion_tokens"]))
-        return {**self.settings(), "this_run": {**tally, **self.transport_report(), "cost_usd": round(cost, 6),
-                                                 **self.prices.describe()}}
-
-    def transport_report(self) -> dict[str, Any]:
-        """Retries and failures below the validation (HTTP), when the backend has any."""
-        return {}
-
-
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
-def _placeholders(text: str) -> list[str]:
-    return _PLACEHOLDER.findall(text)
+        transport = self.llm.meter.snapshot()
+        return {**self.settings(), "this_run": {**tally, "transport_retries": transport["retries"],
+                                                 "transport_failures": transport["transient_failures"],
+                                                 "cost_usd": round(cost, 6), **self.prices.describe()}}
 
 
 def _halves(text: str, lang: str) -> tuple[str, str, str] | None:

@@ -1,8 +1,8 @@
 """Every LLM output is checked before it is written: the failures published LLM-translated benchmarks shipped.
 
-A :class:`Verdict` lists the reasons an answer is rejected. *Hard* reasons leave nothing usable to write
-(``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``, ``meta_commentary``); the
-others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
+A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons leave
+nothing usable to write (``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``,
+``meta_commentary``); the others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
 ``question_lost``, ``lost_numbers``, ``lost_urls``, ``glossary``, ``repetition``) describe a translation
 that could still be written, flagged. The caller retries with a stricter prompt, then falls back or flags.
 
@@ -32,9 +32,9 @@ that could still be written, flagged. The caller retries with a stricter prompt,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from beirx.models.llm import Reply
+from beirx.models.llm.engine import Verdict
 from beirx.translate import langid
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
@@ -72,24 +72,6 @@ _REFUSAL = re.compile(
 _QUESTION_MARKS = "?？؟;;"
 
 
-@dataclass
-class Verdict:
-    """The cleaned answer, why it is rejected (empty: accepted) and details for the flag row."""
-
-    text: str
-    reasons: list[str] = field(default_factory=list)
-    details: dict[str, object] = field(default_factory=dict)
-    stripped: list[str] = field(default_factory=list)  # wrappers removed
-
-    @property
-    def ok(self) -> bool:
-        return not self.reasons
-
-    @property
-    def hard(self) -> bool:
-        return any(r in HARD for r in self.reasons)
-
-
 class Validator:
     """Checks answers translating ``src`` into ``tgt`` (``tgt_name``: the language's English name, a label a
     model may print); ``glossary`` and ``length_bounds`` as configured."""
@@ -105,9 +87,18 @@ class Validator:
         self._check_language = langid.supported(tgt)
 
     def check(self, kind: str, source: str, reply: Reply) -> Verdict:
-        """The verdict on ``reply`` translating the unit ``source`` (its lines; placeholders masked)."""
+        """The verdict on ``reply`` translating the unit ``source`` (its lines; placeholders masked): the
+        cleaned answer is its ``value`` when accepted, else its ``candidate`` unless a reason is hard."""
+        verdict = self._check(kind, source, reply)
+        if verdict.reasons:
+            hard = any(r in HARD for r in verdict.reasons)
+            verdict.value, verdict.candidate = None, None if hard else verdict.value
+        verdict.accepted = not verdict.reasons
+        return verdict
+
+    def _check(self, kind: str, source: str, reply: Reply) -> Verdict:
         text, stripped = self.strip_wrappers(reply.text, source)
-        verdict = Verdict(text, stripped=stripped)
+        verdict = Verdict(False, text, stripped=stripped)
         reasons = verdict.reasons
         if reply.refusal:
             reasons.append("refusal")
@@ -123,12 +114,12 @@ class Validator:
         source_lines = source.split("\n")
         output_lines = lines(text)
         if len(source_lines) == 1:
-            verdict.text = text = " ".join(output_lines)
+            verdict.value = text = " ".join(output_lines)
         elif len(output_lines) != len(source_lines):
             reasons.append("line_count")
             verdict.details["lines"] = [len(source_lines), len(output_lines)]
         else:
-            verdict.text = text = "\n".join(output_lines)
+            verdict.value = text = "\n".join(output_lines)
         if sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall(source)):
             reasons.append("lost_placeholders")
         self._content(kind, _PLACEHOLDER.sub("", source), _PLACEHOLDER.sub("", text), verdict)
