@@ -1,13 +1,15 @@
 #!/usr/bin/env python
 """Can a cross-encoder built from a bi-encoder's weights fit a handful of SciFact training pairs, and how fast?
 
-``beirx train cross-encoder --model all-MiniLM-L6-v2`` puts a new one-logit head on the encoder
-(``AutoModelForSequenceClassification``: the pooler's tanh layer over the [CLS] token, then a linear layer) and
-trains it with binary cross-entropy, positives weighted by negatives/positives (Nogueira & Cho, 2019). This
-fits one fixed batch, full-batch AdamW, for ``--steps`` steps and prints the loss and the mean logit of the
-positives minus that of the negatives every 5 steps: whether the head and encoder can learn at all at a learning
-rate, as against the real run's loss staying at the constant predictor's value. ``--heads mean`` puts the same
-linear layer on mean-pooled token states instead (how all-MiniLM-L6-v2 was trained), for comparison. First it
+A cross-encoder built from a plain encoder gets a new one-logit head, trained with binary cross-entropy,
+positives weighted by negatives/positives (Nogueira & Cho, 2019). ``--heads cls`` is transformers'
+``AutoModelForSequenceClassification`` head (the pooler's tanh layer over the [CLS] token, then a linear layer:
+what ``beirx train cross-encoder`` gave every encoder before); ``--heads mean`` is the same linear layer on
+mean-pooled token states (how all-MiniLM-L6-v2 was trained; what ``beirx train cross-encoder`` now gives a
+mean-pooling sentence-transformers base). This fits one fixed batch, full-batch AdamW, for ``--steps`` steps and
+prints the loss and the mean logit of the positives minus that of the negatives every 5 steps: whether the head
+and encoder can learn at all at a learning rate, as against a real run's loss staying at the constant
+predictor's value. First it
 prints how much the base encoder's [CLS] state and its mean-pooled state vary over the batch's pairs (mean
 pairwise cosine): a head that reads a nearly constant input starts slowly.
 

@@ -219,7 +219,8 @@ def test_cross_encoder_trains_and_reranks_in_eval(tiny_dataset, tiny_cross_encod
                  "--batch-size", "2", "--device", "cpu", "--no-progress"]) == 0
     record = read_front_matter(out / "README.md")["beirx"]
     assert record["kind"] == "cross-encoder" and record["training_data"]["num_pairs"] == 3
-    assert record["loss"] == {"name": "BinaryCrossEntropyLoss", "pos_weight": pytest.approx(2 / 3, abs=1e-6),
+    assert record["loss"] == {"name": "BinaryCrossEntropyLoss", "head": "classifier",
+                              "pos_weight": pytest.approx(2 / 3, abs=1e-6),
                               "positives": 3, "negatives": 2, "max_length": record["loss"]["max_length"]}
     negatives = record["training_data"]["hard_negatives"]
     assert (negatives["miner"], negatives["analyzer"], negatives["per_pair"]) == ("bm25", "en", 1)
@@ -229,6 +230,43 @@ def test_cross_encoder_trains_and_reranks_in_eval(tiny_dataset, tiny_cross_encod
     docs = [ResultsDocument.load(p) for p in (tmp_path / "res").glob("*.json")]
     reranked = [d for d in docs if d.system.kind == "rerank"]
     assert reranked and reranked[0].system.description["reranker"]["model"] == str(out)
+
+
+def test_cross_encoder_head_follows_the_base_model(tiny_bi_encoder, tiny_cross_encoder):
+    assert cross_encoder.head_for(tiny_bi_encoder) == "mean"  # its 1_Pooling says mean
+    assert cross_encoder.head_for(tiny_cross_encoder) == "classifier"
+    assert cross_encoder.head_for(tiny_bi_encoder.parent / "hf") == "cls"  # a plain encoder, no pooling config
+
+
+def test_cross_encoder_from_a_mean_pooling_bi_encoder_reranks_with_mean_pool_and_linear(tiny_dataset,
+                                                                                        tiny_bi_encoder, tmp_path):
+    from safetensors.torch import load_file
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    from beirx.data.records import Doc, Query
+    from beirx.evaluate.rerankers import RERANKERS
+
+    out = tmp_path / "ce"
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--lang", "en", "--split", "test",
+                 "--model", str(tiny_bi_encoder), "--output", str(out), "--negatives", "1", "--max-steps", "2",
+                 "--batch-size", "2", "--device", "cpu", "--no-progress"]) == 0
+    assert read_front_matter(out / "README.md")["beirx"]["loss"]["head"] == "mean"
+    assert [type(m).__name__ for m in CrossEncoder(str(out), local_files_only=True)] == ["Transformer", "Pooling",
+                                                                                          "Dense"]
+    reranker = RERANKERS.get("cross-encoder")(str(out), max_length=16, show_progress=False, use_cache=False)
+    assert reranker.describe()["head"] == "mean-pooled token states + linear"
+    query, docs = Query("q", "cats hunt mice"), [Doc("a", "Cats hunt mice at night.", "Cats"), Doc("b", "Dogs.")]
+    scores = reranker.score(query, docs)
+    # by hand: the encoder's token states (plain transformers), their mean over the attention mask, the linear layer
+    tok, encoder = transformers.AutoTokenizer.from_pretrained(out), transformers.AutoModel.from_pretrained(out).eval()
+    dense = load_file(out / "2_Dense" / "model.safetensors")
+    for doc, score in zip(docs, scores):
+        inputs = tok(query.text, doc.joined(), truncation="only_second", max_length=16, return_tensors="pt")
+        with torch.no_grad():
+            states = encoder(**inputs).last_hidden_state[0]
+        pooled = states.sum(0) / len(states)  # one unpadded pair: every token counts
+        expected = (dense["linear.weight"][0] @ pooled + dense["linear.bias"][0]).item()
+        assert score == pytest.approx(expected, abs=1e-5)
 
 
 def test_cross_encoder_needs_negatives(tiny_dataset, tiny_cross_encoder, tmp_path, capsys):

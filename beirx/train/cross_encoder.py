@@ -3,15 +3,23 @@
 Loss: BinaryCrossEntropyLoss on one logit (as the MS MARCO cross-encoders, Nogueira & Cho 2019, "Passage
 Re-ranking with BERT"): label 1 for each judged positive, 0 for each of the query's BM25 negatives (mined once
 per query; never a judged positive). Positives are outnumbered by negatives, so they are weighted by the
-ratio negatives/positives (``pos_weight``), as in sentence-transformers' reranker examples. Any
-sequence-classification checkpoint (or a plain encoder, which gets a new one-logit head seeded by ``--seed``)
-works; the saved folder is a CrossEncoder folder that ``beirx eval --reranker cross-encoder
---reranker-model DIR`` loads.
+ratio negatives/positives (``pos_weight``), as in sentence-transformers' reranker examples.
+
+The head (:func:`head_for`): a sequence-classification checkpoint keeps its own; a sentence-transformers
+bi-encoder that pools by the mean of its token states (its ``1_Pooling/config.json``, e.g. all-MiniLM-L6-v2)
+gets one linear layer on that mean, the representation it was trained to produce (its [CLS] states are nearly
+constant, so a [CLS] head starts from a constant input and does not leave the constant predictor in an epoch:
+docs/reproducing.md); any other encoder gets transformers' [CLS]-pooler head. New heads are seeded by
+``--seed``. The saved folder is a sentence-transformers CrossEncoder folder (Transformer, Pooling, Dense modules
+for the mean head) that ``beirx eval --reranker cross-encoder --reranker-model DIR`` and ``CrossEncoder(DIR)``
+load.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from beirx.errors import BeirxError
@@ -22,6 +30,42 @@ from beirx.train.validation import cross_encoder_evaluator
 log = logging.getLogger(__name__)
 
 LOSS = "BinaryCrossEntropyLoss"
+HEADS = {"classifier": "the checkpoint's own sequence-classification head",
+         "mean": "mean of the token states + linear (the base bi-encoder's pooling)",
+         "cls": "[CLS] pooler + linear (transformers' sequence-classification head)"}
+
+
+def head_for(folder: Path) -> str:
+    """``classifier``, ``mean`` or ``cls``: which head a cross-encoder trained from ``folder`` gets (see module doc)."""
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if (folder / "config.json").is_file() \
+        else {}
+    if any(a.endswith("ForSequenceClassification") for a in config.get("architectures") or ()):
+        return "classifier"
+    modules = folder / "modules.json"
+    pooling = next((m for m in json.loads(modules.read_text(encoding="utf-8")) if m["type"].endswith("Pooling")),
+                   None) if modules.is_file() else None
+    if pooling is not None:
+        pooled = json.loads((folder / pooling["path"] / "config.json").read_text(encoding="utf-8"))
+        if pooled.get("pooling_mode") == "mean" or pooled.get("pooling_mode_mean_tokens"):
+            return "mean"
+    return "cls"
+
+
+def build(folder: Path, head: str, device: str):
+    """A one-logit ``CrossEncoder`` on ``folder``; ``mean``: Transformer -> mean Pooling -> Dense(hidden, 1)."""
+    from sentence_transformers.base.modules import Dense, Transformer
+    from sentence_transformers.cross_encoder import CrossEncoder
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    if head != "mean":
+        return CrossEncoder(str(folder), num_labels=1, device=device, local_files_only=True)
+    local = {"local_files_only": True}
+    encoder = Transformer(str(folder), transformer_task="feature-extraction", model_kwargs=local,
+                          processor_kwargs=local, config_kwargs=local)
+    width = encoder.get_embedding_dimension()
+    return CrossEncoder(modules=[encoder, Pooling(width, "mean"),
+                                 Dense(width, 1, activation_function=None, module_output_name="scores")],
+                        device=device)
 
 
 def columns(data: session.TrainingData) -> dict[str, list]:
@@ -47,13 +91,17 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     session.require_training()
     import datasets
     import torch
-    from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     data, base, device = session.prepare(opts, show_progress)
     torch.manual_seed(opts.seed)  # a new classification head starts from the same weights on every run
-    model = CrossEncoder(str(base.folder), num_labels=1, max_length=opts.max_seq_length, device=device)
+    head = head_for(Path(base.folder))
+    model = build(Path(base.folder), head, device)
+    log.info("cross-encoder head: %s", HEADS[head])
     base_length = model.max_seq_length
+    if opts.max_seq_length:
+        model.max_seq_length = opts.max_seq_length
     cols = columns(data)
     if not opts.max_seq_length:  # from the data for training; the saved model keeps the base model's length
         model.max_seq_length = memory.length_from_data(model.tokenizer, [list(zip(cols["query"], cols["passage"]))],
@@ -71,7 +119,7 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
                                   evaluator=evaluator)
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress,
                       (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
-    loss = {"name": LOSS, "pos_weight": round(pos_weight, 6), "positives": positives,
+    loss = {"name": LOSS, "head": head, "pos_weight": round(pos_weight, 6), "positives": positives,
             "negatives": len(cols["label"]) - positives, "max_length": model.max_seq_length}
     if not opts.max_seq_length:
         model.max_seq_length = base_length

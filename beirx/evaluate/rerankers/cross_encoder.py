@@ -2,13 +2,15 @@
 "Passage Re-ranking with BERT"), as BEIR and BEIR-PL rerank BM25's top 100.
 
 Loaded with sentence-transformers' ``CrossEncoder`` (the MS MARCO MiniLM cross-encoders, multilingual
-mMiniLM, HerBERT rerankers: any sequence-classification checkpoint with one or two labels), then run
-batch by batch here so that truncation and batching are ours:
+mMiniLM, HerBERT rerankers: any sequence-classification checkpoint with one or two labels; or the
+Transformer -> mean Pooling -> Dense(hidden, 1) module chain ``beirx train cross-encoder`` saves for a
+mean-pooling bi-encoder base), then run batch by batch here so that truncation and batching are ours:
 
 - Input: ``[CLS] query [SEP] title text [SEP]`` (title and text joined by a space, as BEIR does).
 - Truncation cuts the *document* (``only_second``) to ``max_length`` tokens; a query longer than half
   the budget is first cut to that half (so the document always keeps room). Counts are logged.
-- Score: the raw logit for one-label models, ``logit[1] - logit[0]`` (the log-odds of "relevant") for
+- Score: the raw logit for one-label models (for the module chain: the linear layer on the mean of the
+  token states over the attention mask), ``logit[1] - logit[0]`` (the log-odds of "relevant") for
   two-label ones. sentence-transformers applies a sigmoid (softmax) on top; it ranks identically but
   saturates to exactly 1.0 in float32 for confident pairs, which would turn them into ties.
 """
@@ -46,12 +48,15 @@ class CrossEncoderReranker(PairwiseReranker):
         key = ("cross-encoder", str(self.path), str(self.device), str(self.dtype))
         encoder = loaded.cached(key, lambda: _load(st, self.path, self.device, self.dtype))
         self.model = encoder.model
-        if len(encoder) != 1 or not type(self.model).__name__.endswith("ForSequenceClassification"):
+        self.head = _head(encoder)
+        if self.head is None:
             modules = ", ".join(type(m).__name__ for m in encoder)
             raise BeirxError(f"{self.path}: not a sequence-classification cross-encoder (modules: {modules}; model: "
                              f"{type(self.model).__name__}); beirx's cross-encoder reranker reads BERT-style "
-                             "checkpoints with one or two labels")
-        self.num_labels = self.model.config.num_labels
+                             "checkpoints with one or two labels, or Transformer, mean Pooling and a one-logit "
+                             "Dense module")
+        self.encoder = encoder
+        self.num_labels = self.model.config.num_labels if self.head == "classifier" else 1
         if self.num_labels not in (1, 2):
             raise BeirxError(f"{self.path}: cross-encoder has {self.num_labels} labels; expected 1 (relevance "
                              "logit) or 2 (not relevant / relevant)")
@@ -66,7 +71,8 @@ class CrossEncoderReranker(PairwiseReranker):
                 "max_length": self.max_length, "truncation": "document (only_second)",
                 "score": "logit" if self.num_labels == 1 else "logit[1] - logit[0]",
                 "dtype": str(self.dtype).removeprefix("torch."), "batch_size": self.batch_size,
-                "device": self.device.type}
+                "device": self.device.type} | ({"head": "mean-pooled token states + linear"}
+                                              if self.head == "mean" else {})
 
     def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
         torch = torch_module()
@@ -82,7 +88,8 @@ class CrossEncoderReranker(PairwiseReranker):
             if types is not None:
                 inputs["token_type_ids"] = pad([types[i] for i in batch], 0, self.device)
             with torch.inference_mode():
-                logits = self.model(**inputs).logits.float()
+                logits = (self.model(**inputs).logits if self.head == "classifier"
+                          else self.encoder(inputs)["scores"]).float()
             values = logits[:, 0] if self.num_labels == 1 else logits[:, 1] - logits[:, 0]
             for i, value in zip(batch, values.tolist()):
                 scores[i] = value
@@ -108,8 +115,22 @@ class CrossEncoderReranker(PairwiseReranker):
         return [cut.get(q.text, q.text) for q, _ in pairs], [d.joined() for _, d in pairs]
 
 
+def _head(encoder) -> str | None:
+    """``classifier`` (one sequence-classification model), ``mean`` (Transformer, mean Pooling, Dense to one
+    ``scores`` logit with no activation) or None (anything else)."""
+    kinds = [type(m).__name__ for m in encoder]
+    if kinds == ["Transformer"] and type(encoder.model).__name__.endswith("ForSequenceClassification"):
+        return "classifier"
+    if kinds == ["Transformer", "Pooling", "Dense"]:
+        pooling, dense = encoder[1], encoder[2]
+        if (pooling.pooling_mode == "mean" and dense.out_features == 1 and dense.module_output_name == "scores"
+                and type(dense.activation_function).__name__ == "Identity"):
+            return "mean"
+    return None
+
+
 def _load(st, path, device, dtype):
     """The sentence-transformers ``CrossEncoder`` with its model on ``device`` in ``dtype``, in eval mode."""
     encoder = st.CrossEncoder(str(path), device=str(device), local_files_only=True)
-    encoder.model.to(device, dtype).eval()
+    encoder.to(device, dtype).eval()
     return encoder
