@@ -22,6 +22,7 @@ from beirx.cli import main  # noqa: E402
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.data.front_matter import read_front_matter  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402
+from beirx.evaluate.rerankers import RERANKERS  # noqa: E402
 from beirx.language_packs import get_pack  # noqa: E402
 from beirx.train import bi_encoder, checkpoints, cross_encoder  # noqa: E402
 from beirx.train.examples import Example, all_judged_positives, judged_positives, positive_pairs  # noqa: E402
@@ -495,3 +496,10 @@ def test_evaluate_compares_base_and_trained_as_beirx_eval_does(kind, tiny_datase
     assert 0 < diff["randomization_p"] <= 1  # 3 queries: the exact test over all 8 sign flips
     assert (f"NDCG@10: base {summary['base']['NDCG@10']:.4f}, trained {summary['trained']['NDCG@10']:.4f}"
             in printed and "evaluation on tiny [en/dev]" in printed)
+
+
+def test_the_reranker_refuses_a_bi_encoder(tiny_bi_encoder):
+    """sentence-transformers loads a bi-encoder folder as a cross-encoder with a new, random classification head;
+    reranking with it would rank by noise, so it is refused, naming what the folder was saved as."""
+    with pytest.raises(BeirxError, match=r"saved as BertModel, with no classification head.*a bi-encoder"):
+        RERANKERS.get("cross-encoder")(str(tiny_bi_encoder), show_progress=False, use_cache=False)

@@ -51,10 +51,12 @@ class CrossEncoderReranker(PairwiseReranker):
         self.head = _head(encoder)
         if self.head is None:
             modules = ", ".join(type(m).__name__ for m in encoder)
-            raise BeirxError(f"{self.path}: not a sequence-classification cross-encoder (modules: {modules}; model: "
-                             f"{type(self.model).__name__}); beirx's cross-encoder reranker reads BERT-style "
-                             "checkpoints with one or two labels, or Transformer, mean Pooling and a one-logit "
-                             "Dense module")
+            saved = ", ".join(self.model.config.architectures or []) or "no architecture"
+            raise BeirxError(f"{self.path}: not a sequence-classification cross-encoder (modules: {modules}; saved as "
+                             f"{saved}, with no classification head); beirx's cross-encoder reranker reads "
+                             "BERT-style checkpoints with one or two labels, or Transformer, mean Pooling and a "
+                             "one-logit Dense module (what `beirx train cross-encoder` saves); a bi-encoder is not "
+                             "a cross-encoder")
         self.encoder = encoder
         self.num_labels = self.model.config.num_labels if self.head == "classifier" else 1
         if self.num_labels not in (1, 2):
@@ -120,13 +122,19 @@ def _head(encoder) -> str | None:
     ``scores`` logit with no activation) or None (anything else)."""
     kinds = [type(m).__name__ for m in encoder]
     if kinds == ["Transformer"] and type(encoder.model).__name__.endswith("ForSequenceClassification"):
-        return "classifier"
+        return "classifier" if _saved_with_a_head(encoder) else None
     if kinds == ["Transformer", "Pooling", "Dense"]:
         pooling, dense = encoder[1], encoder[2]
         if (pooling.pooling_mode == "mean" and dense.out_features == 1 and dense.module_output_name == "scores"
                 and type(dense.activation_function).__name__ == "Identity"):
             return "mean"
     return None
+
+
+def _saved_with_a_head(encoder) -> bool:
+    """Whether the checkpoint was saved as a sequence-classification model: sentence-transformers also loads a
+    plain encoder (a bi-encoder folder) that way, giving it a new, random head that would rank by noise."""
+    return any(a.endswith("ForSequenceClassification") for a in encoder.model.config.architectures or [])
 
 
 def _load(st, path, device, dtype):
