@@ -23,7 +23,7 @@ from pathlib import Path
 
 from beirx.artifacts.manifest import DatasetSide, TranslationManifest
 from beirx.artifacts.quality import (FieldQuality, MethodField, MethodInfo, QualityParameters, QualityReport,
-                                     ScoreInfo, TableRow, TranslationSummary)
+                                     ScoreInfo, TableRow, TranslationSummary, Verifies)
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
@@ -176,7 +176,9 @@ def _report(source: BeirDataset, translated: BeirDataset, src_lang: str, tgt_lan
                                checksum=translated.checksum()),
         translation=_translation_summary(translated.translation),
         methods={m.name: MethodInfo(description=m.describe(context), scores=[s.name for s in m.scores],
-                                    flags=dict(m.flags), sample=m.sample) for m in methods},
+                                    flags=dict(m.flags), sample=m.sample,
+                                    verifies=Verifies(note=m.verifies[0], label=m.verifies[1]) if m.verifies else None)
+                 for m in methods},
         scores={s.name: ScoreInfo(method=m.name, description=s.description, higher_is_better=s.higher_is_better,
                                   scale=list(s.scale) if s.scale else None) for m in methods for s in m.scores},
         parameters=QualityParameters(fields=fields, sample_size=sample_size, seed=seed, max_items=max_items),
@@ -191,13 +193,16 @@ def _field_quality(pairs: FieldPairs, results: dict[str, MethodResult], methods:
                    missing: list[str], empty_sources: int, flags: dict[str, int], flagged_items: int) -> FieldQuality:
     """Every method's score distributions, flag counts and summary of one field."""
     scales = {s.name: s.scale for m in methods for s in m.scores}
-    return FieldQuality(
+    entry = FieldQuality(
         pairs=len(pairs), missing=len(missing), empty_sources=empty_sources,
         flags=dict(sorted(flags.items())), flagged_items=flagged_items,
         scores={score: distribution([v for v in found.values() if v is not None], scales[score])
                 for r in results.values() for score, found in r.values.items()},
         methods={name: MethodField(scored=r.scored, missing=r.missing, summary=r.summary) for name, r in results.items()},
         missing_examples=missing[:10] if missing else None)
+    for method in methods:  # recorded, so a dataset card reads them without knowing the method
+        entry.methods[method.name].figures = type(method).card_figures(entry)
+    return entry
 
 
 def _check_unique_scores(methods: Sequence[QualityMethod]) -> None:
