@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from artifact_fixtures import row_flags
 from conftest import write_beir
@@ -17,7 +18,7 @@ from beirx.errors import BeirxError
 from beirx.translate.quality import QUALITY_METHODS, run_quality
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
 from beirx.translate.quality.checks import Checks
-from beirx.translate.quality.stats import flag_low_outliers
+from beirx.translate.quality.stats import low_outlier_mask
 from beirx.translate.quality.translation_flags import TranslationFlags
 
 
@@ -143,10 +144,10 @@ def test_two_methods_may_not_claim_one_score(tmp_path):
 
 
 def test_low_outliers_by_robust_z():
-    values = {f"r{i}": 0.8 + 0.001 * (i % 7) for i in range(30)} | {"bad": 0.2, "none": None}
-    assert flag_low_outliers(values) == ["bad"]
-    assert flag_low_outliers({k: -v for k, v in values.items() if v is not None}, higher_is_better=False) == ["bad"]
-    assert flag_low_outliers({"a": 0.1, "b": 0.9}) == []  # too few rows for a robust rule
+    values = np.array([0.8 + 0.001 * (i % 7) for i in range(30)] + [0.2, np.nan])  # row 30 is bad, 31 has no value
+    assert low_outlier_mask(values).nonzero()[0].tolist() == [30]
+    assert low_outlier_mask(-values, higher_is_better=False).nonzero()[0].tolist() == [30]
+    assert not low_outlier_mask(np.array([0.1, 0.9])).any()  # too few rows for a robust rule
 
 
 def test_cli_offers_every_registered_method(capsys):
