@@ -44,7 +44,8 @@ from beirx.errors import BeirxError
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.quality.registry import QUALITY_METHODS
-from beirx.translate.quality.base import CHUNK, FieldPairs, MethodResult, QualityContext, QualityMethod
+from beirx.translate.quality import base
+from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.report import ReportFiles, Row
 from beirx.translate.quality.stats import distribution, low_outlier_mask
 from beirx.translate.similarity import DEFAULT_ENCODER
@@ -119,9 +120,9 @@ def _scan(source: BeirDataset, translated: BeirDataset, name: str) -> _Scan:
             scan = _Scan(lookup=dict(field_texts(translated, name)))
 
 
-def _chunks(source: BeirDataset, translated: BeirDataset, name: str, scan: _Scan, keep: set[int] | None,
-            size: int = CHUNK) -> Iterator[FieldPairs]:
-    """The field's aligned rows (those at the positions ``keep``, all when None) in chunks of ``size``."""
+def _chunks(source: BeirDataset, translated: BeirDataset, name: str, scan: _Scan,
+            keep: set[int] | None) -> Iterator[FieldPairs]:
+    """The field's aligned rows (those at the positions ``keep``, all when None) in chunks of :data:`~beirx.translate.quality.base.CHUNK`."""
     chunk = FieldPairs(name, ROLES[name], [], [], [])
     position = -1
     for item, text, out in _walk(source, translated, name, scan.lookup):
@@ -130,7 +131,7 @@ def _chunks(source: BeirDataset, translated: BeirDataset, name: str, scan: _Scan
         position += 1
         if keep is None or position in keep:
             chunk.ids.append(item), chunk.sources.append(text), chunk.translations.append(out)
-        if len(chunk) == size:
+        if len(chunk) == base.CHUNK:
             yield chunk
             chunk = FieldPairs(name, ROLES[name], [], [], [])
     if len(chunk):
