@@ -39,20 +39,22 @@ def mean_percentile_ranks(values: Mapping[str, Mapping[str, float | None]],
     ids = list(dict.fromkeys(i for found in values.values() for i in found))
     arrays = {score: np.array([np.nan if found.get(i) is None else found[i] for i in ids], dtype=np.float64)
               for score, found in values.items()}
-    ranks = percentile_ranks(len(ids), arrays, higher_is_better, lambda wanted: {n: ids[n] for n in wanted})
+    ranks = percentile_ranks(len(ids), arrays, higher_is_better,
+                             lambda wanted: np.array([ids[n].encode() for n in wanted], dtype="S"))
     return {i: float(rank) for i, rank in zip(ids, ranks) if not np.isnan(rank)}
 
 
 def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_better: Mapping[str, bool],
-                     ids: Callable[[set[int]], dict[int, str]]) -> np.ndarray:
+                     ids: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """Each of ``size`` rows' mean percentile rank over every score in ``values`` (score -> its values over the
-    rows, NaN: none), NaN for a row without any score; ``ids`` gives the IDs of the rows asked for (only rows whose
-    value equals another's are: equal values are ordered by ID).
+    rows, NaN: none), NaN for a row without any score; ``ids`` gives the UTF-8 IDs (a numpy bytes array) of the
+    rows asked for (sorted positions of the rows whose value equals another's: equal values are ordered by ID).
 
     A score's percentile rank (position among the field's values, over ``n - 1``, each score oriented so that
     0 is its worst value) puts scores of different scales (cosine, chrF, MQM) on one footing, so no method
     dominates the order by its units; a row missing a score is ranked on the others. One score's order is held
-    at a time (8 bytes a row), so a field's ranks take a few arrays, not a record per row.
+    at a time (8 bytes a row) and the IDs of equal values as bytes, so a field's ranks take a few arrays, not a
+    record per row.
     """
     def order(score: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """The rows with a value (None: all), their order from worst to best, the places equal to the next."""
@@ -62,25 +64,28 @@ def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_bett
         oriented = oriented[ranked]
         return present, ranked, np.flatnonzero(oriented[1:] == oriented[:-1])
 
-    def row(present: np.ndarray | None, k: int) -> int:
-        return int(k if present is None else present[k])
+    def rows(present: np.ndarray | None, ranked: np.ndarray) -> np.ndarray:
+        return ranked if present is None else present[ranked]
 
-    wanted: set[int] = set()
+    tied = []
     for score in values:
         present, ranked, same = order(score)
-        wanted.update(row(present, ranked[k]) for j in same for k in (j, j + 1))
-    names = ids(wanted) if wanted else {}
+        tied.append(rows(present, ranked[np.union1d(same, same + 1)]))
+    wanted = np.unique(np.concatenate(tied)) if tied else np.zeros(0, dtype=np.int64)
+    names = ids(wanted) if len(wanted) else np.zeros(0, dtype="S1")
     total, count = np.zeros(size), np.zeros(size, dtype=np.uint16)
     for score in values:
         present, ranked, same = order(score)
         for first, last in _runs(same):  # equal values from ranked[first] to ranked[last]: by ID
-            ranked[first:last + 1] = sorted(ranked[first:last + 1], key=lambda k: names[row(present, k)])
-        rows = ranked if present is None else present[ranked]
-        positions = np.arange(len(rows), dtype=np.float64)
-        positions /= max(1, len(rows) - 1)
-        total[rows] += positions
-        count[rows] += 1
-        del rows, positions
+            run = ranked[first:last + 1]
+            keys = names[np.searchsorted(wanted, rows(present, run))]
+            ranked[first:last + 1] = run[np.argsort(keys, kind="stable")]
+        rows_ranked = rows(present, ranked)
+        positions = np.arange(len(rows_ranked), dtype=np.float64)
+        positions /= max(1, len(rows_ranked) - 1)
+        total[rows_ranked] += positions
+        count[rows_ranked] += 1
+        del rows_ranked, positions
     with np.errstate(invalid="ignore", divide="ignore"):
         return total / count
 

@@ -357,9 +357,18 @@ class _Field:
             yield quality_rows.record(self.name, item, reasons, rank, scores), details, texts, source, translation
 
     @staticmethod
-    def _ids(spill: TextIO, wanted: set[int]) -> dict[int, str]:
+    def _ids(spill: TextIO, wanted: np.ndarray) -> np.ndarray:
+        """The UTF-8 IDs of the rows at the sorted positions ``wanted``, read back from the spill."""
         spill.seek(0)
-        return {n: json.loads(line)[0] for n, line in enumerate(spill) if n in wanted}
+        parts, found, k = [], [], 0
+        for n, line in enumerate(spill):
+            if k < len(wanted) and n == wanted[k]:
+                found.append(json.loads(line)[0].encode())
+                k += 1
+                if len(found) == 65536:  # bytes objects in bounded batches, the rest as one array
+                    parts.append(np.array(found, dtype="S"))
+                    found = []
+        return np.concatenate(parts + [np.array(found, dtype="S")])
 
     def _scores(self) -> list[str]:
         return [score for m in self.methods for score in self.seen[m.name]]
