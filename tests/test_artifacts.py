@@ -199,7 +199,7 @@ def test_old_manifest_and_quality_report_load():
 
     raw = _raw("quality.json")
     report = QualityReport.load(BEFORE_V2 / "quality.json")
-    assert report.schema_version == "beirx.quality/4" and report.per_query_similarity == {}
+    assert report.schema_version == "beirx.quality/5" and report.per_query_similarity == {}
     queries = report.fields["queries"]
     assert queries.similarity.mean == raw["fields"]["queries"]["similarity"]["mean"]
     assert queries.similarity.histogram.counts == raw["fields"]["queries"]["similarity"]["histogram"]["counts"]
@@ -216,7 +216,7 @@ def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
     assert raw["schema_version"] == "beirx.quality/2"
     report = QualityReport.load(BEFORE_V3 / "quality.json")
-    assert report.schema_version == "beirx.quality/4"
+    assert report.schema_version == "beirx.quality/5"
     assert report.per_query_similarity == raw["per_query_similarity"] and len(report.per_query_similarity) == 4
     assert list(report.methods) == ["checks", "similarity", "roundtrip"]
     assert report.methods["similarity"].description == raw["encoder"] == report.encoder
@@ -231,6 +231,8 @@ def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
         assert old["language"]["target_share"] is not None
         assert new.methods["roundtrip"].scored == old["roundtrip"]["n"]
         assert RoundTrip.card_figures(new) == {"round-trip chrF": old["roundtrip"]["chrF"]}
+        assert new.figures() == {"in target language": old["language"]["target_share"],  # recorded as they gave
+                                 "similarity (mean)": old["similarity"]["mean"], "round-trip chrF": old["roundtrip"]["chrF"]}
         assert (new.pairs, new.flags, new.flagged_items) == (old["pairs"], old["flags"], old["flagged_items"])
     assert list(report.rows(["corpus"])) == []
     assert {r["id"]: r["scores"] for r in report.rows()} == {q: {"similarity": v}
@@ -252,7 +254,7 @@ def test_format_3_quality_report_keeps_its_inline_rows(tmp_path):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "quality.json").write_text(json.dumps(old), encoding="utf-8")
     report = QualityReport.load(tmp_path / "old" / "quality.json")
-    assert report.schema_version == "beirx.quality/4" and report.per_query_similarity == {"q1": 0.9, "q2": 0.5}
+    assert report.schema_version == "beirx.quality/5" and report.per_query_similarity == {"q1": 0.9, "q2": 0.5}
     assert list(report.rows()) == [
         {"field": "queries", "id": "q1", "flags": [], "rank": 1.0, "scores": {"similarity": 0.9}},
         {"field": "queries", "id": "q2", "flags": [], "rank": 0.0, "scores": {"similarity": 0.5}},

@@ -72,6 +72,14 @@ def test_translate_and_publish_never_import_evaluate():
         assert {f: n for f, n in lazy.items() if n} == {}, package  # not even inside a function
 
 
+def test_publish_reads_translation_facts_only_through_artifacts():
+    """Publish states what the translate stage measured (card figures, verification) from the typed artifacts in
+    beirx/artifacts, never from translate's code, not even inside a function."""
+    found = {f: sorted(n for n in names if n.startswith("beirx.translate"))
+             for f, names in _imports_in_source("beirx.publish").items()}
+    assert {f: n for f, n in found.items() if n} == {}
+
+
 def test_review_reads_earlier_stages_only_through_artifacts():
     """The review stage (after translate) uses data, artifacts and shared modules; no stage imports it."""
     result = _walk("beirx.review")

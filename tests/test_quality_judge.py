@@ -11,7 +11,7 @@ import pytest
 from artifact_fixtures import row_flags, row_values
 from conftest import translated_pair
 
-from beirx.artifacts.quality import QualityReport
+from beirx.artifacts.quality import QualityReport, Verifies
 from beirx.cli import main
 from beirx.translate.quality.checks import Checks
 from beirx.translate.quality.judge import LLMJudge
@@ -83,6 +83,14 @@ def test_judge_answers_become_scores_flags_and_missing_rows(tmp_path, fake_llm_f
     flagged = {r["id"]: r for r in map(json.loads, (tmp_path / "q" / "flagged.jsonl").read_text().splitlines())}
     assert flagged["q2"]["judge_mqm"] == -6.0 and flagged["q2"]["details"]["judge_errors"][0]["span"] == "daña al bebé"
     assert "judge_da" in (tmp_path / "q" / "quality.md").read_text()
+    # quality.json records that the judge's rows verify the translation, and each method's card figures (a dataset
+    # card reads them there, knowing no method)
+    written = QualityReport.load(tmp_path / "q" / "quality.json")
+    assert written.verifying() == {"judge": Verifies(note="an LLM judge scored {n} translations",
+                                                     label="LLM-judged items")}
+    assert written.methods["checks"].verifies is None and written.fields["queries"].methods["judge"].figures == {}
+    share = entry.methods["checks"].summary["language"]["target_share"]
+    assert written.fields["queries"].methods["checks"].figures == {"in target language": share} == Checks.card_figures(entry)
 
     # A rerun asks nothing already judged (the cache), only the row that had no usable answer.
     again = run_quality(source, translated, tmp_path / "q2", src_lang="en", tgt_lang="es", show_progress=False,

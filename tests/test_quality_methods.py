@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from artifact_fixtures import row_flags
 from conftest import write_beir
@@ -17,7 +18,7 @@ from beirx.errors import BeirxError
 from beirx.translate.quality import QUALITY_METHODS, run_quality
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
 from beirx.translate.quality.checks import Checks
-from beirx.translate.quality.stats import flag_low_outliers
+from beirx.translate.quality.stats import low_outlier_mask
 from beirx.translate.quality.translation_flags import TranslationFlags
 
 
@@ -142,11 +143,41 @@ def test_two_methods_may_not_claim_one_score(tmp_path):
                     methods=[WordRatio(), Clash()], show_progress=False)
 
 
+def test_rows_scored_in_chunks_and_out_of_order_give_the_same_report(tmp_path, monkeypatch):
+    """Chunks of 8,192 rows bound the memory; chunks of 3 rows, or a translation whose rows are not in the source's
+    order (then held in memory), give the same report, row by row."""
+    from beirx.translate.quality import base
+
+    texts = [f"{word} number {n} of the test corpus" for n, word in enumerate(["cats", "dogs", "birds"] * 10)]
+    out = [t.replace("number", ["número", "num.", "el número"][n % 3]) for n, t in enumerate(texts)]
+    out[4], out[7], out[11] = texts[4], " ".join([out[7]] * 5), ""  # a copy, a blown-up translation, an empty one
+    source = BeirDataset(write_beir(tmp_path / "en", [{"_id": f"d{i}", "title": "", "text": t}
+                                                      for i, t in enumerate(texts)], [], {}))
+
+    def report(name, rows):
+        translated = BeirDataset(write_beir(tmp_path / name, rows, [], {}))
+        run_quality(source, translated, tmp_path / f"q-{name}", src_lang="en", tgt_lang="es", fields=("corpus",),
+                    methods=[Checks(), WordRatio()], show_progress=False)
+        written = json.loads((tmp_path / f"q-{name}" / "quality.json").read_text())
+        del written["fields"]["corpus"]["methods"]["word_ratio"]["summary"]["folder"]  # (the translation's folder)
+        return written["fields"], (tmp_path / f"q-{name}" / "rows.jsonl").read_text()
+
+    rows = [{"_id": f"d{i}", "title": "", "text": t} for i, t in enumerate(out)]
+    whole = report("es", rows)
+    flags = [json.loads(line)["flags"] for line in whole[1].splitlines()]
+    assert "length_ratio" in flags[7] and "untranslated" in flags[4] and flags[11] == ["empty", "few_words"]
+    assert whole[0]["corpus"]["flags"]["length_ratio"] == 1 and whole[0]["corpus"]["methods"]["checks"]["summary"][
+        "length_ratio"]["method"] == "robust z-score of log ratio"
+    monkeypatch.setattr(base, "CHUNK", 3)
+    assert report("es-chunked", rows) == whole
+    assert report("es-shuffled", rows[15:] + rows[:15]) == whole
+
+
 def test_low_outliers_by_robust_z():
-    values = {f"r{i}": 0.8 + 0.001 * (i % 7) for i in range(30)} | {"bad": 0.2, "none": None}
-    assert flag_low_outliers(values) == ["bad"]
-    assert flag_low_outliers({k: -v for k, v in values.items() if v is not None}, higher_is_better=False) == ["bad"]
-    assert flag_low_outliers({"a": 0.1, "b": 0.9}) == []  # too few rows for a robust rule
+    values = np.array([0.8 + 0.001 * (i % 7) for i in range(30)] + [0.2, np.nan])  # row 30 is bad, 31 has no value
+    assert low_outlier_mask(values).nonzero()[0].tolist() == [30]
+    assert low_outlier_mask(-values, higher_is_better=False).nonzero()[0].tolist() == [30]
+    assert not low_outlier_mask(np.array([0.1, 0.9])).any()  # too few rows for a robust rule
 
 
 def test_cli_offers_every_registered_method(capsys):

@@ -15,11 +15,14 @@ Every row's scores and flag reasons are in the sidecar ``rows.jsonl`` beside ``q
 :meth:`QualityReport.worst`): per-row data grows with the corpus, the report does not.
 
 BEIR-PL's headline figure has properties (``FieldQuality.similarity``, ``QualityReport.per_query_similarity``,
-``.encoder``); every other method's figures are its own to read
-(:meth:`~beirx.translate.quality.base.QualityMethod.card_figures`). Reports of formats 1 to 3 load as well: format 3
-(:mod:`beirx.artifacts.quality_v3`) with its inline rows held in memory, formats 1 and 2
-(:mod:`beirx.artifacts.quality_v2`) with their similarity distribution, flags, language check, length rule and
-round-trip chrF in the generic places (format 1 has no per-query similarity, format 2 has it for queries).
+``.encoder``). Each method's headline figures of a field (``MethodField.figures``) and whether its scored rows
+verify the translation (``MethodInfo.verifies``) are recorded when the report is written, so a dataset card
+reads them here without knowing the methods. Reports of formats 1 to 4 load as well: format 4 with the figures
+and verification its methods gave then (:meth:`FieldQuality.figures`,
+:meth:`QualityReport.verifying`), format 3 (:mod:`beirx.artifacts.quality_v3`)
+with its inline rows held in memory, formats 1 and 2 (:mod:`beirx.artifacts.quality_v2`) with their similarity
+distribution, flags, language check, length rule and round-trip chrF in the generic places (format 1 has no
+per-query similarity, format 2 has it for queries).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from beirx.artifacts.base import Artifact, fld, optional
 from beirx.artifacts.manifest import DatasetSide
 from beirx.artifacts.quality_parts import Distribution, TableRow, TranslationSummary
 
-SCHEMA = "beirx.quality/4"
+SCHEMA = "beirx.quality/5"
+V4 = "beirx.quality/4"
 V3 = "beirx.quality/3"
 V2 = "beirx.quality/2"
 FILENAME = "quality.json"  # in the report folder, by default <translated dataset>/quality
@@ -60,6 +64,14 @@ class ScoreInfo:
 
 
 @dataclass(kw_only=True)
+class Verifies:
+    """How a dataset card states that a method's scored rows verify the translation (an LLM judge's)."""
+
+    note: str = fld("the card's note, {n} standing for the rows scored")
+    label: str = fld("the label of the card's figure: the rows scored")
+
+
+@dataclass(kw_only=True)
 class MethodInfo:
     """One quality method that ran."""
 
@@ -67,6 +79,7 @@ class MethodInfo:
     scores: list[str] = fld("the per-row scores it produces")
     flags: dict[str, str] = fld("the reasons it flags a row with, and what each means")
     sample: int | None = optional("rows per field it scores (a seeded sample), null = every row")
+    verifies: Verifies | None = optional("set when the rows it scored count as verification of a published dataset")
 
 
 @dataclass(kw_only=True)
@@ -77,6 +90,9 @@ class MethodField:
     missing: int = fld("rows it tried but got no value for (e.g. a judge answer still malformed after retries)")
     summary: dict[str, Any] = optional("the method's field-level figures (e.g. corpus chrF, language shares)",
                                        default_factory=dict)
+    figures: dict[str, float | None] | None = optional(
+        "its headline figures for a dataset card and beirx quality's printout (label -> value, null when not "
+        "measured); null in a report of format 4 or older, which did not record them (FieldQuality.figures)")
 
 
 @dataclass(kw_only=True)
@@ -96,6 +112,13 @@ class FieldQuality:
     def similarity(self) -> Distribution:
         """The cross-lingual similarity's distribution (``n == 0`` when the method did not run)."""
         return self.scores.get("similarity") or Distribution(n=0)
+
+    def figures(self) -> dict[str, float]:
+        """Every method's measured headline figures (label -> value), in method order; those a report of format 4
+        or older did not record, as its methods gave them then (:func:`_figures_before_v5`)."""
+        found = [outcome.figures if outcome.figures is not None else _figures_before_v5(name, self)
+                 for name, outcome in self.methods.items()]
+        return {label: value for figures in found for label, value in figures.items() if value is not None}
 
 
 @dataclass(kw_only=True)
@@ -154,6 +177,13 @@ class QualityReport(Artifact):
         return {row["id"]: row["scores"]["similarity"] for row in self.rows(["queries"])
                 if row["scores"].get("similarity") is not None}
 
+    def verifying(self) -> dict[str, Verifies]:
+        """The methods whose scored rows count as verification of a published dataset, by name. A report that
+        recorded no figures (format 4 or older) recorded no verification either: then, as then, the LLM judge."""
+        if any(o.figures is not None for entry in self.fields.values() for o in entry.methods.values()):
+            return {name: info.verifies for name, info in self.methods.items() if info.verifies is not None}
+        return {name: _VERIFIED_BEFORE_V5[name] for name in self.methods if name in _VERIFIED_BEFORE_V5}
+
     @property
     def encoder(self) -> dict[str, Any]:
         """The similarity encoder's description (model, revision, prompts), ``{}`` when it did not run."""
@@ -180,13 +210,20 @@ class QualityReport(Artifact):
                 data = to_current(data, where, V3)
             from beirx.artifacts.quality_v3 import split
 
-            data, held = split(data, where, SCHEMA)
+            data, held = split(data, where, V4)
+        if isinstance(data, dict) and data.get("schema_version") == V4:  # figures and verification not recorded
+            data = {**data, "schema_version": SCHEMA}
         report = super().from_dict(data, source)
         if held is not None:
             report.hold_rows(held)
         elif source is not None and not where.startswith("<"):
-            report._folder = Path(where).parent  # the file it was read from: the sidecar is beside it
+            report.rows_beside(Path(where))  # the file it was read from: the sidecar is beside it
         return report
+
+    def rows_beside(self, path: Path) -> QualityReport:
+        """Stream the per-row records from the sidecar beside ``path`` (a ``quality.json``)."""
+        self._folder = path.parent
+        return self
 
     def save(self, path: Path | str) -> None:
         """Write ``quality.json`` atomically, and the sidecar beside it when the rows are held in memory or live
@@ -199,3 +236,19 @@ class QualityReport(Artifact):
             quality_rows.write(path.parent / quality_rows.FILENAME, self.rows())  # saved elsewhere: rows go along
         super().save(path)
         self._folder = path.parent
+
+
+
+# Up to format 4 a report left its methods' card figures and verification to the methods' code; this is what the
+# methods of that time gave, so such a report reads as it did (the artifact knows its own history, not the methods).
+_VERIFIED_BEFORE_V5 = {"judge": Verifies(note="an LLM judge scored {n} translations", label="LLM-judged items")}
+
+
+def _figures_before_v5(method: str, entry: FieldQuality) -> dict[str, float | None]:
+    summary = entry.methods[method].summary
+    if method == "similarity":
+        return {"similarity (mean)": entry.similarity.mean}
+    if method == "checks":
+        language = summary.get("language") or {}
+        return {"in target language": language.get("target_share") if language.get("checked") else None}
+    return {"round-trip chrF": summary.get("chrF")} if method == "roundtrip" else {}

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import heapq
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from beirx.atomic import atomic_writer
 from beirx.errors import DataError
@@ -32,19 +34,71 @@ def record(field: str, item: str, flags: list[str], rank: float | None, scores: 
 
 def mean_percentile_ranks(values: Mapping[str, Mapping[str, float | None]],
                           higher_is_better: Mapping[str, bool]) -> dict[str, float]:
-    """``{item id: mean percentile rank}`` over every score in ``values`` (``score -> id -> value``).
+    """``{item id: mean percentile rank}`` over every score in ``values`` (``score -> id -> value``), a row without
+    any score absent (:func:`percentile_ranks` on these rows)."""
+    ids = list(dict.fromkeys(i for found in values.values() for i in found))
+    arrays = {score: np.array([np.nan if found.get(i) is None else found[i] for i in ids], dtype=np.float64)
+              for score, found in values.items()}
+    ranks = percentile_ranks(len(ids), arrays, higher_is_better,
+                             lambda wanted: np.array([ids[n].encode() for n in wanted], dtype="S"))
+    return {i: float(rank) for i, rank in zip(ids, ranks) if not np.isnan(rank)}
+
+
+def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_better: Mapping[str, bool],
+                     ids: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Each of ``size`` rows' mean percentile rank over every score in ``values`` (score -> its values over the
+    rows, NaN: none), NaN for a row without any score; ``ids`` gives the UTF-8 IDs (a numpy bytes array) of the
+    rows asked for (sorted positions of the rows whose value equals another's: equal values are ordered by ID).
 
     A score's percentile rank (position among the field's values, over ``n - 1``, each score oriented so that
     0 is its worst value) puts scores of different scales (cosine, chrF, MQM) on one footing, so no method
-    dominates the order by its units; a row missing a score is ranked on the others, a row without any is absent.
+    dominates the order by its units; a row missing a score is ranked on the others. One score's order is held
+    at a time (8 bytes a row) and the IDs of equal values as bytes, so a field's ranks take a few arrays, not a
+    record per row.
     """
-    ranks: dict[str, list[float]] = {}
-    for score, found in values.items():
-        sign = 1.0 if higher_is_better.get(score, True) else -1.0
-        present = sorted((sign * v, i) for i, v in found.items() if v is not None)
-        for position, (_, item) in enumerate(present):
-            ranks.setdefault(item, []).append(position / max(1, len(present) - 1))
-    return {i: sum(r) / len(r) for i, r in ranks.items()}
+    def order(score: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The rows with a value (None: all), their order from worst to best, the places equal to the next."""
+        present = None if not np.isnan(values[score]).any() else np.flatnonzero(~np.isnan(values[score]))
+        oriented = values[score] if present is None else values[score][present]
+        ranked = np.argsort(oriented if higher_is_better.get(score, True) else -oriented, kind="stable")
+        oriented = oriented[ranked]
+        return present, ranked, np.flatnonzero(oriented[1:] == oriented[:-1])
+
+    def rows(present: np.ndarray | None, ranked: np.ndarray) -> np.ndarray:
+        return ranked if present is None else present[ranked]
+
+    tied = []
+    for score in values:
+        present, ranked, same = order(score)
+        tied.append(rows(present, ranked[np.union1d(same, same + 1)]))
+    wanted = np.unique(np.concatenate(tied)) if tied else np.zeros(0, dtype=np.int64)
+    names = ids(wanted) if len(wanted) else np.zeros(0, dtype="S1")
+    total, count = np.zeros(size), np.zeros(size, dtype=np.uint16)
+    for score in values:
+        present, ranked, same = order(score)
+        for first, last in _runs(same):  # equal values from ranked[first] to ranked[last]: by ID
+            run = ranked[first:last + 1]
+            keys = names[np.searchsorted(wanted, rows(present, run))]
+            ranked[first:last + 1] = run[np.argsort(keys, kind="stable")]
+        rows_ranked = rows(present, ranked)
+        positions = np.arange(len(rows_ranked), dtype=np.float64)
+        positions /= max(1, len(rows_ranked) - 1)
+        total[rows_ranked] += positions
+        count[rows_ranked] += 1
+        del rows_ranked, positions
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / count
+
+
+def _runs(same: np.ndarray) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` of each run of equal values in a sorted order (``same``: the places whose value equals
+    the next one's)."""
+    first = None
+    for k, j in enumerate(same):
+        first = j if first is None else first
+        if k + 1 == len(same) or same[k + 1] != j + 1:
+            yield int(first), int(j) + 1
+            first = None
 
 
 def badness(row: dict) -> tuple[int, float]:

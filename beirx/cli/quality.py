@@ -69,8 +69,7 @@ def run(args) -> int:
     print(f"{'field':<8} {'pairs':>6} {'flagged':>8}  means / figures / flags")
     for field, entry in report.fields.items():
         means = ", ".join(f"{score} {d.mean:.4f}" for score, d in entry.scores.items() if d.mean is not None)
-        figures = ", ".join(f"{label} {value:.4f}" for method in methods for label, value in
-                            type(method).card_figures(entry).items() if value is not None)
+        figures = ", ".join(f"{label} {value:.4f}" for label, value in entry.figures().items())
         flags = ", ".join(f"{k} {v}" for k, v in entry.flags.items()) or "-"
         print(f"{field:<8} {entry.pairs:>6} {entry.flagged_items:>8}  {means or '-'}{'; ' + figures if figures else ''}"
               f"; flags: {flags}")

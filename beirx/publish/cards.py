@@ -100,21 +100,15 @@ def subset_note(root: Path) -> str | None:
 def read_quality(root: Path) -> dict[str, float]:
     """Headline numbers of the ``beirx quality`` report ``root/quality/quality.json``, per field.
 
-    The share of flagged pairs and each method's own headline figures
-    (:meth:`~beirx.translate.quality.base.QualityMethod.card_figures`: mean similarity, share detected in the
-    target language, round-trip chrF...), for each field the report covers; ``{}`` when there is no (readable)
-    report.
+    The share of flagged pairs and each method's own headline figures as the report recorded them
+    (:meth:`~beirx.artifacts.quality.FieldQuality.figures`: mean similarity, share detected in the target language,
+    round-trip chrF...), for each field the report covers; ``{}`` when there is no (readable) report.
     """
-    from beirx.translate.quality.registry import QUALITY_METHODS
-
     report = QualityReport.load_optional(QualityReport.path_in(root), "leaving it out of the card")
     found: dict[str, float] = {}
-    methods = [QUALITY_METHODS.get(name) for name in (report.methods if report else {}) if name in QUALITY_METHODS]
     for name, entry in (report.fields if report else {}).items():
-        values = {"flagged share": entry.flagged_items / entry.pairs if entry.pairs else None}
-        for method in methods:
-            values.update(method.card_figures(entry))
-        found.update({f"{name} {label}": float(value) for label, value in values.items() if value is not None})
+        flagged = {"flagged share": entry.flagged_items / entry.pairs} if entry.pairs else {}
+        found.update({f"{name} {label}": float(value) for label, value in {**flagged, **entry.figures()}.items()})
     return found
 
 

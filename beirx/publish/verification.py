@@ -74,16 +74,11 @@ def verification(root: Path | str, checksum: str, translated: bool, min_items: i
             return Verification(VERIFIED, f"{review.rated_items} items rated by {len(review.annotators)} native "
                                           f"speakers, Krippendorff's alpha {alpha:.3f} (at least {min_items} items "
                                           f"and alpha {min_alpha} required)", figures)
-    from beirx.translate.quality.registry import QUALITY_METHODS
-
     quality = QualityReport.load_optional(QualityReport.path_in(root), "not counting it as verification")
-    for name in quality.methods if quality is not None else ():
-        verifies = QUALITY_METHODS.get(name).verifies if name in QUALITY_METHODS else None
-        if verifies is not None:  # a method whose scored rows verify the translation (an LLM judge)
-            note, label = verifies
-            scored = sum(f.methods[name].scored for f in quality.fields.values() if name in f.methods)
-            notes.append(note.format(n=scored))
-            return Verification(LM_VERIFIED, "; ".join(notes), {**figures, label: scored})
+    for name, verifies in quality.verifying().items() if quality is not None else ():  # (an LLM judge)
+        scored = sum(f.methods[name].scored for f in quality.fields.values() if name in f.methods)
+        notes.append(verifies.note.format(n=scored))
+        return Verification(LM_VERIFIED, "; ".join(notes), {**figures, verifies.label: scored})
     return Verification(MACHINE, "; ".join(notes) or "no human review or LLM judge on record", figures)
 
 

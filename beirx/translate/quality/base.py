@@ -1,9 +1,13 @@
 """The interface every quality-estimation method implements (one module per method, one registry line in
 :mod:`beirx.translate.quality`).
 
-A method scores one field's aligned (source, translation) rows and returns, per row, the values of the
-scores it declares and the reasons it flags the row with; :func:`~beirx.translate.quality.run.run_quality`
-stores both generically (``quality.json`` and its sidecar ``rows.jsonl``), combines the flags of all methods and
+A method scores a field's aligned (source, translation) rows chunk by chunk (:data:`CHUNK` rows at a time,
+streamed from disk, so memory does not grow with the corpus) and returns, per row, the values of the scores it
+declares and the reasons it flags the row with; after the field's last chunk, :meth:`QualityMethod.finish`
+decides the flags that depend on the whole field's distribution (from its per-row numbers, kept as arrays) and
+gives the field's summary. A method that needs the whole field at once says so (:attr:`QualityMethod.whole_field`:
+a seeded sample over the field, a corpus-level figure). :func:`~beirx.translate.quality.run.run_quality` stores
+everything generically (``quality.json`` and its sidecar ``rows.jsonl``), combines the flags of all methods and
 renders the report, so a new method touches nothing else. A method declares its own ``beirx quality`` flags
 (:meth:`QualityMethod.add_arguments`, each default written there once) and builds itself from them
 (:meth:`QualityMethod.from_args`, ``None`` when the user did not ask for it); from a written report it gives its
@@ -22,8 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
+
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
+
+CHUNK = 8192  # rows a method scores at a time (memory per chunk, not per field)
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,7 @@ class Score:
     description: str
     higher_is_better: bool = True
     scale: tuple[float, float] | None = None  # the values' range, the histogram's bounds; None = unbounded
+    low_outlier: str | None = None  # the reason a row is flagged with when its value is a low outlier of its field
 
 
 @dataclass
@@ -59,6 +68,9 @@ class MethodResult:
     reasons: dict[str, list[str]] = field(default_factory=dict)  # id -> flag reasons
     details: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> evidence for flagged.jsonl
     texts: dict[str, dict[str, str]] = field(default_factory=dict)  # e.g. back_translation -> id -> text
+    # per-row numbers :meth:`QualityMethod.finish` decides on (not stored): name -> id -> value
+    measures: dict[str, dict[str, float]] = field(default_factory=dict)
+    deferred: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # reason -> id -> evidence if flagged
     summary: dict[str, Any] = field(default_factory=dict)  # field-level figures
     scored: int = 0
     missing: int = 0
@@ -108,6 +120,9 @@ class QualityMethod(ABC):
     default: ClassVar[bool] = False  # runs when nobody chose the methods (run_quality without methods=)
     # (note with {n}, figure label) when the rows it scored count as verification of a published dataset
     verifies: ClassVar[tuple[str, str] | None] = None
+    # True: :meth:`score` gets the whole field in one piece (memory grows with the field; a sampled method's
+    # sample is drawn over the field); False: chunk by chunk
+    whole_field: ClassVar[bool] = False
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
@@ -143,4 +158,13 @@ class QualityMethod(ABC):
 
     @abstractmethod
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
-        """Score ``pairs`` (logging, not printing; long loops show progress through ``beirx.progress``)."""
+        """Score ``pairs``, one chunk of a field (or the field, :attr:`whole_field`), logging, not printing; the
+        rows' flags that need the whole field are left to :meth:`finish` (a score's :attr:`Score.low_outlier`
+        is flagged generically)."""
+
+    def finish(self, field: str, values: dict[str, np.ndarray],
+               context: QualityContext) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """After a field's last chunk: ``(reason -> mask over the field's rows, field summary)`` from ``values``,
+        its scores and measures over the field's rows in order (NaN where absent); the summary is merged into
+        the chunks'. A method keeping per-field state in itself resets it here."""
+        return {}, {}

@@ -30,10 +30,11 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from beirx.progress import progress
+import numpy as np
+
 from beirx.translate import langid
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.stats import ROBUST_Z, MIN_ITEMS_FOR_ROBUST, robust_z
@@ -48,11 +49,11 @@ REASONS = {
     "near_identical": "at least 90% of the words are the source's, in order",
     "wrong_language": "language ID says the source language (p >= 0.5) or a third one (p >= 0.9)",
     "length_ratio": "translation/source length ratio is an outlier for this field",
-    "lost_numbers": "a digit run of the source is missing from the translation",
-    "lost_urls": "a URL of the source is missing from the translation",
     "repetition": "a word or fragment repeats 4+ times in a row and the source has no such run (degenerate "
                   "MT output such as 'specificspecificspecific...')",
-}
+    "lost_numbers": "a digit run of the source is missing from the translation",
+    "lost_urls": "a URL of the source is missing from the translation",
+}  # in the order a row's reasons are listed
 
 NEAR_IDENTICAL = 0.9
 FIXED_RATIO_BOUNDS = (0.5, 2.0)
@@ -108,27 +109,30 @@ def copy_reason(source: str, translation: str) -> str | None:
     return None
 
 
-def length_outliers(source_lengths: Sequence[int], translation_lengths: Sequence[int]) -> tuple[list[bool], dict]:
-    """Which pairs have an outlying length ratio, and how that was decided (for the report)."""
-    ratios = [t / s if s else math.inf for s, t in zip(source_lengths, translation_lengths)]
-    logs = [math.log(r) for r in ratios if 0 < r < math.inf]
+def length_outliers(ratios: np.ndarray, logs: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Which rows have an outlying length ratio (``ratios``, NaN: not judged), decided on the field's log ratios
+    (``logs``, NaN where none), and how that was decided (for the report)."""
+    logs = logs[~np.isnan(logs)]
     scored = robust_z(logs) if len(logs) >= MIN_ITEMS_FOR_ROBUST else None
     if scored is None:
-        lo, hi = FIXED_RATIO_BOUNDS
-        return [not lo <= r <= hi for r in ratios], {"method": "fixed bounds", "bounds": [lo, hi]}
-    _, med, mad = scored
-    lo, hi = math.exp(med - ROBUST_Z * mad / 0.6745), math.exp(med + ROBUST_Z * mad / 0.6745)
-    info = {"method": "robust z-score of log ratio", "threshold": ROBUST_Z, "median_ratio": round(math.exp(med), 4),
-            "bounds": [round(lo, 4), round(hi, 4)]}
-    return [not lo <= r <= hi for r in ratios], info
+        (lo, hi), info = FIXED_RATIO_BOUNDS, {"method": "fixed bounds", "bounds": list(FIXED_RATIO_BOUNDS)}
+    else:
+        _, med, mad = scored
+        lo, hi = math.exp(med - ROBUST_Z * mad / 0.6745), math.exp(med + ROBUST_Z * mad / 0.6745)
+        info = {"method": "robust z-score of log ratio", "threshold": ROBUST_Z,
+                "median_ratio": round(math.exp(med), 4), "bounds": [round(lo, 4), round(hi, 4)]}
+    return ~np.isnan(ratios) & ~((lo <= ratios) & (ratios <= hi)), info
 
 
 class Checks(QualityMethod):
-    """The rule checks above, on every row."""
+    """The rule checks above, on every row; the length rule once the field's ratios are known (:meth:`finish`)."""
 
     name = "checks"
     default = True
     flags = REASONS
+
+    def __init__(self):
+        self.detected: Counter[str] = Counter()  # the field's languages so far
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> Checks:
@@ -164,24 +168,24 @@ class Checks(QualityMethod):
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
         result = MethodResult(scored=len(pairs))
         check_lang = langid.supported(context.tgt_lang)
-        too_long, ratio_rule = length_outliers([len(s) for s in pairs.sources], [len(t) for t in pairs.translations])
-        detected: dict[str, int] = {}
-        rows = zip(pairs.ids, pairs.sources, pairs.translations, too_long)
-        for item, src, out, long_ratio in progress(rows, total=len(pairs), desc=f"quality checks {pairs.field}",
-                                                    unit="item", enabled=context.show_progress):
+        ratios, logs = result.measures.setdefault("ratio", {}), result.measures.setdefault("log_ratio", {})
+        evidence = result.deferred.setdefault("length_ratio", {})
+        for item, src, out in zip(pairs.ids, pairs.sources, pairs.translations):
+            if out:  # the rule is decided on every row's log ratio (a blank one's too), applied to non-empty rows
+                logs[item] = math.log(len(out) / len(src))
             if not out.strip():
                 result.flag(item, "empty")
                 continue
+            ratios[item] = len(out) / len(src)
+            evidence[item] = {"length_ratio": round(ratios[item], 3)}
             copy = copy_reason(src, out)
             if copy:
                 result.flag(item, copy)
             if check_lang:
                 lang, prob = langid.identify(out)
-                detected[lang] = detected.get(lang, 0) + 1
+                self.detected[lang] += 1
                 if langid.wrong_language(lang, prob, context.src_lang, context.tgt_lang):
                     result.flag(item, "wrong_language", language={"detected": lang, "probability": round(prob, 3)})
-            if long_ratio:
-                result.flag(item, "length_ratio", length_ratio=round(len(out) / len(src), 3))
             repeated = repetition(src, out)
             if repeated:
                 result.flag(item, "repetition", repetition=repeated)
@@ -191,13 +195,19 @@ class Checks(QualityMethod):
             lost_urls = sorted(u for u in urls(src) if u not in out)
             if lost_urls:
                 result.flag(item, "lost_urls", lost_urls=lost_urls)
-        language = _language_summary(detected, langid.base_code(context.tgt_lang)) if check_lang else \
-            {"checked": 0, "note": f"language {context.tgt_lang!r} unknown to the identifier"}
-        result.summary = {"language": language, "length_ratio": ratio_rule}
         return result
 
+    def finish(self, field: str, values: dict[str, np.ndarray], context: QualityContext):
+        """The length rule over the field's ratios, and the language check's summary."""
+        too_long, ratio_rule = length_outliers(values["ratio"], values["log_ratio"])
+        language = _language_summary(self.detected, langid.base_code(context.tgt_lang)) \
+            if langid.supported(context.tgt_lang) else \
+            {"checked": 0, "note": f"language {context.tgt_lang!r} unknown to the identifier"}
+        self.detected = Counter()
+        return {"length_ratio": too_long}, {"language": language, "length_ratio": ratio_rule}
 
-def _language_summary(detected: dict[str, int], target: str) -> dict[str, Any]:
+
+def _language_summary(detected: Counter[str], target: str) -> dict[str, Any]:
     """How many outputs were checked, the share identified as the target language, the top 10 languages."""
     checked = sum(detected.values())
     return {"checked": checked, "target_share": round(detected.get(target, 0) / checked, 4) if checked else None,

@@ -34,7 +34,7 @@ from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum
 from beirx.progress import progress
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
-from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
+from beirx.translate.quality.stats import ROBUST_Z
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,9 @@ def checkpoint_of(path: Path | str) -> tuple[Path, dict[str, Any]]:
 
 class Comet(QualityMethod):
     name = "comet"
-    scores = (Score("comet", "reference-free COMET score of the translation given its source"),)
+    scores = (Score("comet", "reference-free COMET score of the translation given its source",
+                    low_outlier="low_comet"),)
+    whole_field = True  # its seeded sample is drawn over the field
     flags = {"low_comet": f"COMET score is a low outlier for this field (robust z < -{ROBUST_Z})"}
 
     def __init__(self, path: Path | str, batch_size: int = 16, sample: int | None = None, device: str | None = None):
@@ -125,10 +127,7 @@ class Comet(QualityMethod):
                     scores = self._predict(model, data)
                     values.update((pairs.ids[i], float(s)) for i, s in zip(rows, scores))
                     bar.update(len(rows))
-        result = MethodResult(values={"comet": values}, scored=len(values))
-        for item in flag_low_outliers(values):
-            result.flag(item, "low_comet")
-        return result
+        return MethodResult(values={"comet": values}, scored=len(values))
 
     def _predict(self, model, data: list[dict[str, str]]) -> list[float]:
         try:

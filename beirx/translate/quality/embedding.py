@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
-from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
+from beirx.translate.quality.stats import ROBUST_Z
 
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 class EmbeddingSimilarity(QualityMethod):
     name = "similarity"
     default = True
-    scores = (Score("similarity", "cosine similarity of source and translation embeddings", scale=(0.0, 1.0)),)
+    scores = (Score("similarity", "cosine similarity of source and translation embeddings", scale=(0.0, 1.0),
+                    low_outlier="low_similarity"),)
     flags = {"low_similarity": f"similarity is a low outlier for this field (robust z < -{ROBUST_Z})"}
 
     @classmethod
@@ -69,7 +70,4 @@ class EmbeddingSimilarity(QualityMethod):
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
         sims = context.encoder().similarities(pairs.sources, pairs.translations, pairs.role, f"quality-{pairs.field}")
         values = {item: float(sim) for item, sim in zip(pairs.ids, sims)}
-        result = MethodResult(values={"similarity": values}, scored=len(values))
-        for item in flag_low_outliers(values):
-            result.flag(item, "low_similarity")
-        return result
+        return MethodResult(values={"similarity": values}, scored=len(values))

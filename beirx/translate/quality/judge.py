@@ -71,6 +71,7 @@ class LLMJudge(QualityMethod):
     flags = {"judge_major_error": "the LLM judge annotated a critical or major error",
              "judge_low_score": "the LLM judge's direct assessment is below --judge-min-score"}
     verifies = ("an LLM judge scored {n} translations", "LLM-judged items")
+    whole_field = True  # its sample is drawn over the field; one usage meter and spending cap per field
 
     def __init__(self, model: str, *, backend: str = "openai", base_url: str | None = None,
                  sample: int | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0, max_tokens: int = 512,

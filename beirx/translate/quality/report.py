@@ -13,14 +13,17 @@ import contextlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from beirx.artifacts import quality_rows
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
-from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod
+from beirx.translate.quality.base import QualityMethod
+
+# one row as the run hands it over: its sidecar record, evidence, texts (e.g. back_translation), source, translation
+Row = tuple[dict, dict[str, Any], dict[str, str], str, str]
 
 WORST_ROWS = 20
 EXCERPT = 80
@@ -33,9 +36,8 @@ class ReportFiles:
     ``review_sample.*``, ``quality.md`` and ``quality.json``. An error before :meth:`finish` leaves every earlier
     report in the folder as it was."""
 
-    def __init__(self, folder: Path, methods: Sequence[QualityMethod], sample_size: int, seed: int):
-        self.folder, self.methods, self.sample_size, self.seed = folder, list(methods), sample_size, seed
-        self.higher = {s.name: s.higher_is_better for m in self.methods for s in m.scores}
+    def __init__(self, folder: Path, sample_size: int, seed: int):
+        self.folder, self.sample_size, self.seed = folder, sample_size, seed
         self.sample: list[dict] = []
         self.worst: dict[str, list[dict]] = {}
         self._stack = contextlib.ExitStack()
@@ -50,39 +52,31 @@ class ReportFiles:
     def __exit__(self, *exc: Any) -> None:
         self._stack.__exit__(*exc)
 
-    def add(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> tuple[dict[str, int], int]:
-        """Stream one field's rows; returns its items per flag reason and its flagged items."""
+    def add(self, field: str, size: int, rows: Iterator[Row]) -> tuple[dict[str, int], int]:
+        """Stream one field's ``size`` rows to the sidecar and ``flagged.jsonl``, keep its review sample and worst
+        rows; returns its items per flag reason and its flagged items."""
         counts: Counter[str] = Counter()
         flagged = 0
+        picked = set(random.Random(f"{self.seed}-{field}-review").sample(range(size), min(self.sample_size, size)))
 
-        def rows() -> Iterator[dict]:
+        def records() -> Iterator[dict]:
             nonlocal flagged
-            for row in self._records(pairs, results):
+            for n, (row, details, texts, source, translation) in enumerate(rows):
+                self._rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                if row["flags"] or n in picked:
+                    scores = {k: None if v is None else round(v, JSONL_DIGITS) for k, v in row["scores"].items()}
+                    full = {"field": field, "id": row["id"], **scores, "reasons": row["flags"], "details": details,
+                            "source": source, "translation": translation, **texts}
+                    if row["flags"]:
+                        self._flagged.write(json.dumps(full, ensure_ascii=False) + "\n")
+                    if n in picked:
+                        self.sample.append(full)
                 counts.update(row["flags"])
                 flagged += bool(row["flags"])
-                yield row
+                yield {**row, "translation": translation}
 
-        self.worst[pairs.field] = quality_rows.worst(rows(), WORST_ROWS)  # a bounded heap over the stream
+        self.worst[field] = quality_rows.worst(records(), WORST_ROWS)  # a bounded heap over the stream
         return dict(counts), flagged
-
-    def _records(self, pairs: FieldPairs, results: dict[str, MethodResult]) -> Iterator[dict]:
-        """Write each row to the sidecar (and ``flagged.jsonl``, the sample); yield it with its translation."""
-        values = {score: found for r in results.values() for score, found in r.values.items()}
-        ranks = quality_rows.mean_percentile_ranks(values, self.higher)
-        picked = set(random.Random(f"{self.seed}-{pairs.field}-review").sample(range(len(pairs)),
-                                                                                min(self.sample_size, len(pairs))))
-        for n, item in enumerate(pairs.ids):  # methods in run order: a row's reasons read the same on every run
-            reasons = [reason for m in self.methods for reason in results[m.name].reasons.get(item, [])]
-            scores = {score: found[item] for score, found in values.items() if item in found}
-            row = quality_rows.record(pairs.field, item, reasons, ranks.get(item), scores)
-            self._rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-            if reasons or n in picked:
-                full = _full_row(pairs, n, results, reasons, scores)
-                if reasons:
-                    self._flagged.write(json.dumps(full, ensure_ascii=False) + "\n")
-                if n in picked:
-                    self.sample.append(full)
-            yield {**row, "translation": pairs.translations[n]}
 
     def finish(self, report: QualityReport) -> None:
         """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
@@ -94,21 +88,6 @@ class ReportFiles:
         with atomic_writer(self.folder / "quality.md") as fh:
             fh.write(render_markdown(report, self.worst))
         report.save(self.folder / FILENAME)
-
-
-def _full_row(pairs: FieldPairs, n: int, results: dict[str, MethodResult], reasons: list[str],
-              scores: dict[str, float | None]) -> dict[str, Any]:
-    """One row of ``flagged.jsonl``/``review_sample.jsonl``: every score, reasons, evidence, texts."""
-    item = pairs.ids[n]
-    row: dict[str, Any] = {"field": pairs.field, "id": item}
-    row.update((score, None if value is None else round(value, JSONL_DIGITS)) for score, value in scores.items())
-    details: dict[str, Any] = {}
-    texts: dict[str, str] = {}
-    for result in results.values():
-        details.update(result.details.get(item, {}))
-        texts.update({key: by_id[item] for key, by_id in result.texts.items() if item in by_id})
-    row.update(reasons=reasons, details=details, source=pairs.sources[n], translation=pairs.translations[n], **texts)
-    return row
 
 
 def fmt(value: Any, digits: int = 3) -> str:

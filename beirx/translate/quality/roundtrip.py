@@ -28,7 +28,7 @@ from beirx.errors import require
 from beirx.translate.backends.base import Translator
 from beirx.translate.plan import translate_texts
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
-from beirx.translate.quality.stats import ROBUST_Z, flag_low_outliers
+from beirx.translate.quality.stats import ROBUST_Z
 
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
@@ -38,9 +38,11 @@ DEFAULT_SAMPLE = 200
 
 class RoundTrip(QualityMethod):
     name = "roundtrip"
-    scores = (Score("roundtrip_chrf", "sentence chrF of the back-translation against the source", scale=(0.0, 100.0)),
+    scores = (Score("roundtrip_chrf", "sentence chrF of the back-translation against the source", scale=(0.0, 100.0),
+                    low_outlier="low_roundtrip_chrf"),
               Score("roundtrip_similarity", "cosine similarity of source and back-translation embeddings",
-                    scale=(0.0, 1.0)))
+                    scale=(0.0, 1.0), low_outlier="low_roundtrip_similarity"))
+    whole_field = True  # its sample is drawn over the field, its corpus chrF is over the sample
     flags = {"low_roundtrip_chrf": f"round-trip chrF is a low outlier for this field (robust z < -{ROBUST_Z})",
              "low_roundtrip_similarity": "round-trip similarity is a low outlier for this field "
                                          f"(robust z < -{ROBUST_Z})"}
@@ -102,9 +104,6 @@ class RoundTrip(QualityMethod):
         similarity = {item: float(sim) for item, sim in zip(ids, sims)}
         result = MethodResult(values={"roundtrip_chrf": chrf, "roundtrip_similarity": similarity},
                               texts={"back_translation": dict(zip(ids, back))}, scored=len(ids))
-        for score, values in (("roundtrip_chrf", chrf), ("roundtrip_similarity", similarity)):
-            for item in flag_low_outliers(values):
-                result.flag(item, f"low_{score}")
         if ids:
             corpus = metric.corpus_score(back, [sources])
             result.summary = {"chrF": round(float(corpus.score), 2), "signature": str(metric.get_signature())}

@@ -41,33 +41,24 @@ def distribution(values: Sequence[float] | np.ndarray, scale: tuple[float, float
                         **{f"p{p}": float(np.percentile(values, p)) for p in PERCENTILES}, histogram=histogram)
 
 
-def median(values: Sequence[float]) -> float:
-    return float(np.median(np.asarray(values, dtype=np.float64)))
-
-
-def robust_z(values: Sequence[float]) -> tuple[list[float], float, float] | None:
+def robust_z(values: np.ndarray) -> tuple[np.ndarray, float, float] | None:
     """Modified z-scores with the median and MAD, or None when there are no values or the MAD is 0."""
     if not len(values):
         return None
-    med = median(values)
-    mad = median([abs(v - med) for v in values])
+    med = float(np.median(values))
+    mad = float(np.median(np.abs(values - med)))
     if mad == 0:
         return None
-    return [0.6745 * (v - med) / mad for v in values], med, mad
+    return 0.6745 * (values - med) / mad, med, mad
 
 
-def low_outliers(values: Sequence[float], threshold: float = ROBUST_Z) -> list[bool]:
-    """Values whose robust z-score is below ``-threshold`` (all False for fewer than
-    :data:`MIN_ITEMS_FOR_ROBUST` values or a constant sample)."""
-    scored = robust_z(values) if len(values) >= MIN_ITEMS_FOR_ROBUST else None
-    if scored is None:
-        return [False] * len(values)
-    return [z < -threshold for z in scored[0]]
-
-
-def flag_low_outliers(values: dict[str, float | None], higher_is_better: bool = True,
-                      threshold: float = ROBUST_Z) -> list[str]:
-    """IDs whose (oriented) score is a low outlier of its field."""
-    present = [(i, v if higher_is_better else -v) for i, v in values.items() if v is not None]
-    flags = low_outliers([v for _, v in present], threshold)
-    return [i for (i, _), low in zip(present, flags) if low]
+def low_outlier_mask(values: np.ndarray, higher_is_better: bool = True, threshold: float = ROBUST_Z) -> np.ndarray:
+    """The rows (NaN: no value) whose oriented value has a robust z-score below ``-threshold`` (none with fewer
+    than :data:`MIN_ITEMS_FOR_ROBUST` values or a constant sample)."""
+    present = ~np.isnan(values)
+    oriented = values[present] if higher_is_better else -values[present]
+    mask = np.zeros(len(values), dtype=bool)
+    scored = robust_z(oriented) if len(oriented) >= MIN_ITEMS_FOR_ROBUST else None
+    if scored is not None:
+        mask[present] = scored[0] < -threshold
+    return mask

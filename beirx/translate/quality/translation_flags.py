@@ -32,12 +32,23 @@ class TranslationFlags(QualityMethod):
         present = context.translated_root is not None and (context.translated_root / FLAGS_FILE).is_file()
         return {"file": FLAGS_FILE, "present": present}
 
+    def __init__(self):
+        self.found: dict[str, dict] | None = None  # the field's records, read on its first chunk
+        self.records = 0
+
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
-        found = read_flags(context.translated_root).get(pairs.field, {}) if context.translated_root else {}
+        if self.found is None:
+            self.found = read_flags(context.translated_root).get(pairs.field, {}) if context.translated_root else {}
         result = MethodResult()
         for item in pairs.ids:
-            flag = found.get(item)
+            flag = self.found.get(item)
             if flag:
-                result.flag(item, f"llm_{flag['outcome']}", llm={"outcome": flag["outcome"], "reasons": flag["reasons"]})
-        result.summary = {"records": sum(1 for item in pairs.ids if item in found)} if found else {}
+                llm = {"outcome": flag["outcome"], "reasons": flag["reasons"]}
+                result.flag(item, f"llm_{flag['outcome']}", llm=llm)
+                self.records += 1
         return result
+
+    def finish(self, field: str, values, context: QualityContext):
+        summary = {"records": self.records} if self.found else {}
+        self.found, self.records = None, 0
+        return {}, summary
