@@ -29,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from beirx.errors import BeirxError, require
@@ -43,6 +45,9 @@ from beirx.redact import redact_text, redact_url, remember_secret
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
 log = logging.getLogger(__name__)
+
+#: Alternatives asked for the first token when reading label log-probabilities (OpenAI's maximum).
+TOP_LOGPROBS = 20
 
 
 class LLMError(BeirxError):
@@ -113,6 +118,29 @@ class LLMClient(LLM):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, **self.endpoint.describe()}
+
+    def label_logprobs(self, requests: Sequence[Request],
+                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+        """Read from the ``top_logprobs`` of a one-token answer (OpenAI's API, llama.cpp's and vLLM's servers): a
+        token counts for a label when its text without leading spaces is one of the label's words (so each word
+        should be one token of the served model). A label with no token among the :data:`TOP_LOGPROBS` listed
+        gets the lowest listed log-probability, an upper bound of its own (counted in the log)."""
+        asked = [replace(r, max_tokens=1, extra={**r.extra, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
+                 for r in requests]
+        out, unlisted = [], 0
+        for reply in self.call_many(asked) if asked else ():
+            if not reply.top_logprobs:
+                raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
+                                     "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")
+            found = {name: [p for token, p in reply.top_logprobs if token.strip() in words]
+                     for name, words in labels.items()}
+            unlisted += sum(not found[name] for name in labels)
+            floor = min(p for _, p in reply.top_logprobs)
+            out.append({name: _logsumexp(found[name] or [floor]) for name in labels})
+        if unlisted:
+            log.info("%s: %d labels not among the top %d tokens, bounded by the lowest listed", self.where(),
+                     unlisted, TOP_LOGPROBS)
+        return out
 
     def openai_client(self):
         """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
@@ -237,6 +265,11 @@ class LLMClient(LLM):
     def scrub(self, text: str) -> str:
         text = redact_text(text)
         return text.replace(self._key, "***") if self._key and len(self._key) > 3 else text
+
+
+def _logsumexp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 def server_message(exc: Any) -> str:
