@@ -177,6 +177,11 @@ def test_pointwise_on_a_server_bounds_unlisted_labels_and_needs_logprobs(fake_ll
     with caplog.at_level("INFO"):
         assert reranker.score(query, [doc]) == pytest.approx([math.log(0.5 / 0.6)])
     assert "1 labels not among the top 20 tokens, bounded by the lowest listed" in caplog.text
+    # a server's tokenizer is not at hand: the document is cut so the prompt's approximate count (4 characters a
+    # token, plus 4 of chat framing) fits max_length exactly
+    request, cut = reranker.llm.fit(lambda text: reranker.request("q", text), "word " * 1000, 100)
+    assert cut and request.worst_case().prompt_tokens == 100 and "word word" in request.text
+    assert reranker.llm.fit(lambda text: reranker.request("q", text), "word", 100)[1] is False
 
     without = fake_llm_factory(responder=lambda call: "yes")  # a server that sends "logprobs": null
     reranker = LLMPointwiseReranker(without.model, base_url=without.url, use_cache=False, show_progress=False)

@@ -10,16 +10,13 @@ never break a window (missing ones keep their original order) and are counted. A
 (e.g. HTTP 400, over its context) keeps its input order and is counted (``refused_windows``); any other
 failure (the server down, a bad key) stops the rerank, keeping the chunks of queries already cached.
 
-Where the LLM runs (:func:`beirx.models.llm.connect`, the same code either way): ``base_url`` (or
-``backend="openai"`` with ``$OPENAI_BASE_URL``) is any OpenAI-compatible server (vLLM, llama.cpp, Ollama, a
-hosted API; bounded concurrency, retries, circuit breaker), ``model`` its served name; otherwise a causal LM
-in this process (:class:`beirx.models.llm.LocalLLM`, greedy, its chat template). Token usage, cost and
-``max_cost`` are metered the same way for both.
+Where the LLM runs (:mod:`.llm_common`): a server (``base_url``, ``model`` its served name) or a causal LM in
+this process (greedy, its chat template), through the same code; usage, cost and ``max_cost`` metered alike.
 
 Windows of different queries are independent: the k-th window of every query in a chunk of queries is
-sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are ``n - rank``
-(n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list, document):
-a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
+sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are
+``n - rank`` (n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list,
+document): a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
 ``max_passage_words`` words (RankGPT cuts them too, so 20 fit one context). Token usage, cost, the
 permutation counts and the time spent waiting for the LLM are the ``usage`` of :meth:`describe`.
 """
@@ -209,9 +206,9 @@ class LLMListwiseReranker(LLMReranker, Reranker):
 
 
 def _refused(error: BaseException) -> bool:
-    """Whether the server refused this one window (e.g. 400: over its context), not every request (a bad key
-    or model name) and not for a transport reason: the window then keeps its input order."""
-    return isinstance(error, LLMRequestError) and error.status not in (401, 403, 404)
+    """Whether the server refused this one window (e.g. 400: over its context), not every request and not for a
+    transport reason: the window then keeps its input order."""
+    return isinstance(error, LLMRequestError) and error.about_this_request
 
 
 def _list_keys(query: Query, docs: list[Doc]) -> list[bytes]:

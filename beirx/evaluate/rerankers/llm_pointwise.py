@@ -85,10 +85,14 @@ class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
                 self.truncated["document"] += 1
             requests.append(request)
         scores = [0.0] * len(pairs)
-        for batch in length_batches([len(r.text) for r in requests], self.batch_size, self.sort_by_length):
-            for i, label in zip(batch, self.llm.label_logprobs([requests[i] for i in batch], self.labels)):
-                scores[i] = label["yes"] - _logaddexp(label["yes"], label["no"]) if "no" in label else label["yes"]
-            progress(len(batch))
+        try:
+            for batch in length_batches([len(r.text) for r in requests], self.batch_size, self.sort_by_length):
+                for i, label in zip(batch, self.llm.label_logprobs([requests[i] for i in batch], self.labels)):
+                    yes = label["yes"]
+                    scores[i] = yes - _logaddexp(yes, label["no"]) if "no" in label else yes
+                progress(len(batch))
+        finally:
+            self.llm.close()  # no loop thread or connection outlives the call (the next one starts them again)
         return scores
 
 

@@ -3,6 +3,8 @@ client, a line of an OpenAI Batch file, or a prompt generated in process by :mod
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,17 @@ class Reply:
         what is wrong when it is not a completion of ``kind``."""
         text, refusal, finish_reason, top = _first_choice(kind, body, "message") or ("", None, None, None)
         return cls(text, finish_reason, Usage.from_payload(body.get("usage")), refusal, attempts, top)
+
+    def label_logprobs(self, labels: Mapping[str, Sequence[str]]) -> dict[str, float]:
+        """``{label: log P}`` over the first token's listed alternatives: the log of the summed probabilities of
+        the tokens whose text without leading spaces is one of the label's words; a label with none is left out."""
+        out = {}
+        for name, words in labels.items():
+            found = [p for token, p in self.top_logprobs or () if token.strip() in words]
+            if found:
+                top = max(found)
+                out[name] = top + math.log(sum(math.exp(p - top) for p in found))  # log-sum-exp, stable
+        return out
 
 
 class BadAnswer(Exception):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from beirx.errors import BeirxError
@@ -34,19 +35,17 @@ class LocalLLM(LLM):
 
         super().__init__(meter, "beirx-local-llm")
         self.model, self.revision = model, revision
-        self._files = None  # resolved when first needed (a dry run downloads nothing)
         self.device = choose_device(device)
         self.batch_size = int(batch_size)
         self._waiting: list[tuple[Request, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
 
-    @property
+    @cached_property
     def files(self):
+        """The model's folder and revision, resolved when first needed (a dry run downloads nothing)."""
         from beirx.models.files import resolve_model
 
-        if self._files is None:
-            self._files = resolve_model(self.model, self.revision)
-        return self._files
+        return resolve_model(self.model, self.revision)
 
     @property
     def location(self) -> str:

@@ -1,4 +1,4 @@
-"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), served by
+"""The one interface every LLM user codes against (translation, the judge, the LLM rerankers), served by
 a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
 :class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
 replies, same usage meter, so a stage runs on either with the same code.
@@ -21,6 +21,7 @@ from typing import Any
 from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.tokens import CHARS_PER_TOKEN
 from beirx.models.llm.usage import UsageMeter
+
 
 class LLM:
     """``backend``: "openai" (a server) or "transformers" (in process); ``location``: where answers come from,
