@@ -14,7 +14,9 @@ Helpers build the usual plans: :func:`on_calls`
 fraction of requests, decided by source text and attempt, so the plan does not depend on arrival order).
 
 Other engineers' tests (an LLM judge, a listwise reranker) pass ``responder``: a function of the
-:class:`Call` returning the text to answer (or ``(text, finish_reason)``), instead of a translation.
+:class:`Call` returning the text to answer (or ``(text, finish_reason)``), instead of a translation; and
+``next_tokens`` (a function of the :class:`Call` returning ``{token: logprob}``) to answer ``logprobs`` /
+``top_logprobs`` (the pointwise reranker's label probabilities).
 
 Usage::
 
@@ -267,6 +269,9 @@ class FakeOpenAI:
     latency: float = 0.0
     faults: Callable[[Call], str | None] | None = None
     responder: Callable[[Call], str | tuple[str, str]] | None = None
+    # {token: logprob} of the first answer token, sent (best first, ``top_logprobs`` of them) when a request asks
+    # for ``logprobs``; the answer is then the best token. None: ``"logprobs": null``, as a server without them
+    next_tokens: Callable[[Call], dict[str, float]] | None = None
     model: str = "fake-llm"
     port: int = 0
     hang_seconds: float = 5.0
@@ -343,7 +348,10 @@ class FakeOpenAI:
             if call.fault in MALFORMED:
                 return 200, {}, _malformed(call.fault)
             text, finish = self._text(call)
-            return 200, {}, self._completion(kind, body, text, finish)
+            completion = self._completion(kind, body, text, finish)
+            if body.get("logprobs") and self.next_tokens is not None:
+                self._add_logprobs(kind, completion, self.next_tokens(call), body)
+            return 200, {}, completion
         finally:
             with self._lock:
                 self.in_flight -= 1
@@ -387,6 +395,23 @@ class FakeOpenAI:
         return {**common, "object": "chat.completion",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish,
                              "logprobs": None}]}
+
+    @staticmethod
+    def _add_logprobs(kind: str, completion: dict[str, Any], tokens: dict[str, float], body: dict[str, Any]) -> None:
+        """The first token's alternatives in OpenAI's shape (chat: ``logprobs.content``; completions: the
+        ``top_logprobs`` list of dicts), the best one as the one-token answer."""
+        ranked = sorted(tokens.items(), key=lambda item: -item[1])
+        top = ranked[:int(body.get("top_logprobs") or 0) if kind == "chat" else int(body["logprobs"])]
+        choice = completion["choices"][0]
+        if kind == "chat":
+            choice["message"]["content"] = ranked[0][0]
+            choice["logprobs"] = {"content": [{"token": ranked[0][0], "logprob": ranked[0][1], "bytes": None,
+                                               "top_logprobs": [{"token": t, "logprob": p, "bytes": None}
+                                                                for t, p in top]}], "refusal": None}
+        else:
+            choice["text"] = ranked[0][0]
+            choice["logprobs"] = {"tokens": [ranked[0][0]], "token_logprobs": [ranked[0][1]],
+                                  "top_logprobs": [dict(top)], "text_offset": [0]}
 
     # the Batch API
     def upload(self, raw: bytes, content_type: str) -> dict[str, Any]:
@@ -476,7 +501,8 @@ def stream_chunks(kind: str, payload: dict[str, Any], include_usage: bool) -> li
         last = i == len(words) - 1
         delta = {"delta": {"content": word}} if kind == "chat" else {"text": word}
         chunks.append({"id": payload["id"], "object": "chat.completion.chunk" if kind == "chat" else "text_completion",
-                       "choices": [{"index": 0, **delta, "finish_reason": choice["finish_reason"] if last else None}]})
+                       "choices": [{"index": 0, **delta, "finish_reason": choice["finish_reason"] if last else None,
+                                    "logprobs": choice.get("logprobs") if i == 0 else None}]})
     if include_usage:
         chunks.append({"id": payload["id"], "choices": [], "usage": payload["usage"]})
     return chunks

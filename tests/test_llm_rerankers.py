@@ -24,6 +24,7 @@ from beirx.evaluate.rerankers.llm_listwise import LLMListwiseReranker, windows
 from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
 from beirx.evaluate.rerankers.permutation import parse_permutation
 from beirx.evaluate.runs import read_trec
+from beirx.models.causal_lm import prompt_text
 from tests.test_dense import scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
 
 torch = pytest.importorskip("torch")
@@ -53,16 +54,21 @@ def direct_log_p_yes(folder, text: str, yes_words: list[str], no_words: list[str
     return math.log(yes / (yes + mass(no_words))) if no_words else math.log(yes)
 
 
+def rendered(reranker: LLMPointwiseReranker, query: str, document: str) -> str:
+    """What the in-process model reads for one pair (its chat template over the reranker's request)."""
+    return prompt_text(reranker.llm.loaded()[0], reranker.request(query, document))
+
+
 def test_pointwise_scores_are_log_p_yes_pair_by_pair(tiny_causal_lm):
     assert RERANKERS.get("llm-pointwise") is LLMPointwiseReranker
     reranker = LLMPointwiseReranker(str(tiny_causal_lm), batch_size=3, show_progress=False, use_cache=False)
     scores = reranker.score(QUERY, DOCS)
     description = reranker.describe()
-    assert description["chat_template"] and description["yes_words"] == ["yes", "Yes"]
+    assert description["backend"] == "transformers" and description["yes_words"] == ["yes", "Yes"]
     assert description["prompt"] == "pointwise" and description["prompt_version"] == "beirx-rerank-2"
     assert description["score"] == "yes" and "no_words" not in description
     for doc, score in zip(DOCS, scores):
-        text = reranker.render(QUERY.text, doc.joined())
+        text = rendered(reranker, QUERY.text, doc.joined())
         assert text.startswith("<bos><start_of_turn>user\nDecide whether the document is relevant") and \
             "The query and the document are in English." in text and text.endswith("Answer:<end_of_turn>\n"
                                                                                      "<start_of_turn>model\n")
@@ -86,22 +92,23 @@ def test_pointwise_yes_no_score_is_normalised_over_the_label_tokens(yes_no_lm, t
     description = reranker.describe()
     assert (description["score"], description["no_words"]) == ("yes-no", ["no", "No"])
     assert description["score_formula"].startswith("log P(yes) - log(P(yes) + P(no))")
-    assert len(reranker.yes_ids) == len(reranker.no_ids) == 4  # yes, Yes, " yes", " Yes" (and the no's)
+    # yes, Yes, " yes", " Yes" (and the no's)
+    assert [len(reranker.llm.first_tokens(words)) for words in reranker.labels.values()] == [4, 4]
     plain = LLMPointwiseReranker(str(yes_no_lm), show_progress=False, use_cache=False)
     assert reranker.cache_identity() != plain.cache_identity()  # the two scores are never mixed in the cache
     scores = reranker.score(QUERY, DOCS)
     for doc, score, unnormalised in zip(DOCS, scores, plain.score(QUERY, DOCS)):
-        text = reranker.render(QUERY.text, doc.joined())
+        text = rendered(reranker, QUERY.text, doc.joined())
         assert score == pytest.approx(direct_log_p_yes(yes_no_lm, text, ["yes", "Yes"], ["no", "No"]), abs=1e-5)
         assert unnormalised < score < 0  # P(yes) / (P(yes) + P(no)) > P(yes) over the whole vocabulary
     polish = LLMPointwiseReranker(str(yes_no_lm), lang="pl", score="yes-no", show_progress=False,
                                   use_cache=False)
-    assert polish.no_words == ["nie", "Nie"]
+    assert polish.labels == {"yes": ["tak", "Tak"], "no": ["nie", "Nie"]}
 
     # words that share a first token are refused (tiny_causal_lm's " yes" and " no" both start with " ")
     with pytest.raises(BeirxError, match=r"the yes words \['yes', 'Yes'\] and the no words \['no', 'No'\] share "
                                          r"the first token\(s\) \[\d+\] in .*tiny-chat-lm's vocabulary: "
-                                         "--llm-score yes-no cannot tell them apart"):
+                                         "they cannot be told apart"):
         LLMPointwiseReranker(str(tiny_causal_lm), score="yes-no", show_progress=False)
     with pytest.raises(BeirxError, match=r"--llm-score must be one of yes, yes-no, got 'no'"):
         LLMPointwiseReranker(str(tiny_causal_lm), score="no", show_progress=False)
@@ -109,26 +116,33 @@ def test_pointwise_yes_no_score_is_normalised_over_the_label_tokens(yes_no_lm, t
 
 def test_pointwise_language_prompts_truncation_and_prompt_file(tiny_causal_lm, tmp_path, caplog):
     polish = LLMPointwiseReranker(str(tiny_causal_lm), lang="pl", show_progress=False, use_cache=False)
-    assert polish.describe()["prompt"] == "pointwise.languages.pl" and polish.yes_words == ["tak", "Tak"]
-    assert "Czy dokument jest istotny dla zapytania?" in polish.render("q", "d")
+    assert polish.describe()["prompt"] == "pointwise.languages.pl" and polish.labels == {"yes": ["tak", "Tak"]}
+    assert "Czy dokument jest istotny dla zapytania?" in rendered(polish, "q", "d")
     spanish = LLMPointwiseReranker(str(tiny_causal_lm), lang="es", show_progress=False, use_cache=False)
-    assert "The query and the document are in Spanish." in spanish.render("q", "d")
+    assert "The query and the document are in Spanish." in rendered(spanish, "q", "d")
 
-    lengths = [spanish._length(spanish.render(QUERY.text, d.joined())) + 1 for d in DOCS]
+    tokenizer = spanish.llm.loaded()[0]
+
+    def length(text: str) -> int:  # + 1: a BOS the tokenizer may add
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + 1
+
+    lengths = [length(rendered(spanish, QUERY.text, d.joined())) for d in DOCS]
     limit = max(lengths[:3])  # the first three fit exactly; the long d4 does not
     assert lengths[3] > limit
     short = LLMPointwiseReranker(str(tiny_causal_lm), max_length=limit, show_progress=False, use_cache=False)
     with caplog.at_level("INFO"):
         short.score(QUERY, DOCS)
     assert "1 of 4 pairs had the document truncated" in caplog.text
-    fitted = short._fitted(QUERY.text, DOCS[3].joined())
-    assert limit - 3 <= short._length(fitted) + 1 <= limit and fitted.endswith("<start_of_turn>model\n")
+    request, cut = short.llm.fit(lambda text: short.request(QUERY.text, text), DOCS[3].joined(), limit)
+    fitted = prompt_text(tokenizer, request)
+    assert cut and limit - 3 <= length(fitted) <= limit and fitted.endswith("<start_of_turn>model\n")
+    assert short.llm.fit(lambda text: short.request(QUERY.text, text), DOCS[0].joined(), limit)[1] is False
 
     custom = tmp_path / "prompts.toml"
     custom.write_text('version = "mine-1"\n[pointwise]\ntemplate = "Q: {query} D: {document} Relevant?"\n'
                       'yes = ["yes"]\n', encoding="utf-8")
     mine = LLMPointwiseReranker(str(tiny_causal_lm), prompt_file=str(custom), show_progress=False, use_cache=False)
-    assert mine.describe()["prompt_version"] == "mine-1" and "Q: q D: d Relevant?" in mine.render("q", "d")
+    assert mine.describe()["prompt_version"] == "mine-1" and "Q: q D: d Relevant?" in rendered(mine, "q", "d")
     assert mine.cache_identity()["prompt_sha256"] != polish.cache_identity()["prompt_sha256"]
 
 

@@ -1,9 +1,9 @@
 """A causal language model in this process (transformers): loading, next-token log-probabilities, greedy answers.
 
-The LLM rerankers use it when no server is given: ``llm-pointwise`` reads the next-token distribution after
-its prompt, ``llm-listwise`` generates RankGPT permutations. Requests and replies are the LLM client's
-(:class:`~beirx.models.llm.Request`, :class:`~beirx.models.llm.Reply`), so code that talks to a server and
-code that runs a local model handle answers and token usage the same way.
+It is what :class:`beirx.models.llm.LocalLLM` runs (answers to requests, and label log-probabilities from the
+next-token distribution). Requests and replies are the LLM client's (:class:`~beirx.models.llm.Request`,
+:class:`~beirx.models.llm.Reply`), so code that talks to a server and code that runs a local model handle
+answers and token usage the same way.
 
 Batches are left-padded (every row ends at the same position), with position ids counted over the real
 tokens only, so a row's numbers do not depend on what it is batched with; only the last position's logits

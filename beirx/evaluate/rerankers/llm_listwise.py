@@ -10,16 +10,13 @@ never break a window (missing ones keep their original order) and are counted. A
 (e.g. HTTP 400, over its context) keeps its input order and is counted (``refused_windows``); any other
 failure (the server down, a bad key) stops the rerank, keeping the chunks of queries already cached.
 
-Where the LLM runs (:func:`beirx.models.llm.connect`, the same code either way): ``base_url`` (or
-``backend="openai"`` with ``$OPENAI_BASE_URL``) is any OpenAI-compatible server (vLLM, llama.cpp, Ollama, a
-hosted API; bounded concurrency, retries, circuit breaker), ``model`` its served name; otherwise a causal LM
-in this process (:class:`beirx.models.llm.LocalLLM`, greedy, its chat template). Token usage, cost and
-``max_cost`` are metered the same way for both.
+Where the LLM runs (:mod:`.llm_common`): a server (``base_url``, ``model`` its served name) or a causal LM in
+this process (greedy, its chat template), through the same code; usage, cost and ``max_cost`` metered alike.
 
 Windows of different queries are independent: the k-th window of every query in a chunk of queries is
-sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are ``n - rank``
-(n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list, document):
-a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
+sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are
+``n - rank`` (n candidates), so the run keeps the LLM's order. They are cached per (query, candidate list,
+document): a killed run keeps every finished chunk of queries, a rerun sends nothing. Passages are cut to
 ``max_passage_words`` words (RankGPT cuts them too, so 20 fit one context). Token usage, cost, the
 permutation counts and the time spent waiting for the LLM are the ``usage`` of :meth:`describe`.
 """
@@ -38,11 +35,11 @@ from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.rerankers.base import Reranker
-from beirx.evaluate.rerankers.llm_prompts import add_prompt_argument, load_prompts
+from beirx.evaluate.rerankers.llm_common import LLMReranker, load_prompts
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
-from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter, backend_for, connect
+from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -73,15 +70,10 @@ class _Ranking:
         self.order = list(range(len(self.docs)))
 
 
-class LLMListwiseReranker(Reranker):
+class LLMListwiseReranker(LLMReranker, Reranker):
     name = "llm-listwise"
-    shared_flags = (add_prompt_argument,)
     not_score_defining = (*Reranker.not_score_defining, "usage")
-    #: ``beirx eval`` flags: constructor parameter -> (flag, type, help); their defaults are the constructor's.
-    FLAGS = {"base_url": ("--llm-base-url", str, "an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1); "
-                                                 "--reranker-model is its model name. Default: the model runs in "
-                                                 "this process (transformers)"),
-             "window": ("--llm-window", positive_int, "passages per window"),
+    FLAGS = {"window": ("--llm-window", positive_int, "passages per window"),
              "step": ("--llm-step", positive_int, "window step"),
              "passage_words": ("--llm-passage-words", positive_int, "words kept of each passage"),
              "concurrency": ("--llm-concurrency", positive_int, "requests in flight to the server"),
@@ -90,28 +82,6 @@ class LLMListwiseReranker(Reranker):
              "price_output": ("--llm-price-output", non_negative_float, "USD per million generated tokens"),
              "max_cost": ("--llm-max-cost", non_negative_float, "stop before the reported cost could exceed this "
                                                                 "many USD")}
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        for param, (flag, kind, text) in cls.FLAGS.items():
-            default = cls.default(param)
-            group.add_argument(flag, type=kind, default=None,
-                               help=f"llm-listwise: {text}" + (f" (default {default})" if default is not None else ""))
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        params = super().params_from_args(args)
-        if getattr(args, "llm_prompt_file", None):
-            params["prompt_file"] = str(args.llm_prompt_file)
-        for param, (flag, _, _) in cls.FLAGS.items():
-            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
-            if value is not None and value != cls.default(param):
-                params[param] = value
-        return params
-
-    @classmethod
-    def model_is_local(cls, params: dict[str, Any]) -> bool:
-        return backend_for(params.get("backend"), params.get("base_url"), cls.name) == "transformers"
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  window: int = 20, step: int = 10, passage_words: int = 100, max_tokens: int | None = None,
@@ -128,9 +98,8 @@ class LLMListwiseReranker(Reranker):
         self.chunk_queries = int(chunk_queries)
         self.prompts = load_prompts(prompt_file)
         self.language = get_pack(lang)
-        self.llm = llm if llm is not None else connect(
-            model, backend=backend, base_url=base_url, concurrency=concurrency, timeout=timeout, device=device,
-            batch_size=batch_size, revision=revision, what=self.name)
+        self.llm = self.connect(model, llm, backend=backend, base_url=base_url, concurrency=concurrency,
+                                timeout=timeout, device=device, batch_size=batch_size, revision=revision)
         if self.llm.backend == "transformers":
             self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None
@@ -237,9 +206,9 @@ class LLMListwiseReranker(Reranker):
 
 
 def _refused(error: BaseException) -> bool:
-    """Whether the server refused this one window (e.g. 400: over its context), not every request (a bad key
-    or model name) and not for a transport reason: the window then keeps its input order."""
-    return isinstance(error, LLMRequestError) and error.status not in (401, 403, 404)
+    """Whether the server refused this one window (e.g. 400: over its context), not every request and not for a
+    transport reason: the window then keeps its input order."""
+    return isinstance(error, LLMRequestError) and error.about_this_request
 
 
 def _list_keys(query: Query, docs: list[Doc]) -> list[bytes]:

@@ -8,13 +8,12 @@ Importing this package is light; ``openai`` is imported at the first request. ::
     replies = llm.call_many([Request.chat([{"role": "user", "content": "Hi"}], max_tokens=64)])
     # async code, from any event loop:  reply = await llm.acall(request)
     reply.text, reply.finish_reason, reply.refusal, reply.usage.prompt_tokens, reply.attempts
+    llm.label_logprobs([request], {"yes": ["yes", "Yes"]})   # [{"yes": log P(first token is a yes word)}]
     meter.snapshot()   # requests, retries, tokens, transient failures by kind, cost_usd, prices
 
-Errors (all :class:`LLMError`, a :class:`~beirx.errors.BeirxError`): :class:`LLMRequestError` (the server
-refused a request: ``.status``), :class:`LLMAnswerError` (a 200 that is not a completion),
-:class:`TransportError` (no answer in all attempts: the caller leaves the work for a rerun),
-:class:`EndpointDown` (the circuit breaker is open: stop the run), :class:`BudgetExceeded` (the next request
-could break ``max_cost``; nothing over it is sent).
+Errors: :class:`LLMError` (a :class:`~beirx.errors.BeirxError`) and its kinds, :class:`LLMRequestError`,
+:class:`LLMAnswerError`, :class:`TransportError`, :class:`EndpointDown` (:mod:`.client` says when each is
+raised), and :class:`BudgetExceeded` (nothing over ``max_cost`` is sent).
 """
 
 from beirx.errors import BeirxError

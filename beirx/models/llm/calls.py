@@ -3,6 +3,8 @@ client, a line of an OpenAI Batch file, or a prompt generated in process by :mod
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,29 +71,43 @@ class Request:
 @dataclass(frozen=True)
 class Reply:
     """The first choice of an answer: its text, why generation stopped (``stop``, ``length``,
-    ``content_filter`` ...), a chat model's explicit ``refusal`` if any, the usage, and the attempts it took."""
+    ``content_filter`` ...), a chat model's explicit ``refusal`` if any, the usage, the attempts it took, and
+    when the request asked for ``logprobs``, the first token's ``top_logprobs`` as ``(token, logprob)``."""
 
     text: str
     finish_reason: str | None
     usage: Usage
     refusal: str | None = None
     attempts: int = 1
+    top_logprobs: tuple[tuple[str, float], ...] | None = None
 
     @classmethod
     def from_body(cls, kind: str, body: Any, attempts: int = 1) -> Reply:
         """From a response's JSON (a live answer, or a Batch output line's body); :class:`BadAnswer` saying
         what is wrong when it is not a completion of ``kind``."""
-        text, refusal, finish_reason = _first_choice(kind, body, "message") or ("", None, None)
-        return cls(text, finish_reason, Usage.from_payload(body.get("usage")), refusal, attempts)
+        text, refusal, finish_reason, top = _first_choice(kind, body, "message") or ("", None, None, None)
+        return cls(text, finish_reason, Usage.from_payload(body.get("usage")), refusal, attempts, top)
+
+    def label_logprobs(self, labels: Mapping[str, Sequence[str]]) -> dict[str, float]:
+        """``{label: log P}`` over the first token's listed alternatives: the log of the summed probabilities of
+        the tokens whose text without leading spaces is one of the label's words; a label with none is left out."""
+        out = {}
+        for name, words in labels.items():
+            found = [p for token, p in self.top_logprobs or () if token.strip() in words]
+            if found:
+                top = max(found)
+                out[name] = top + math.log(sum(math.exp(p - top) for p in found))  # log-sum-exp, stable
+        return out
 
 
 class BadAnswer(Exception):
     """A 200 answer that is not a completion (the message says what is wrong; the client names the server)."""
 
 
-def _first_choice(kind: str, body: Any, key: str) -> tuple[str, str | None, str | None] | None:
-    """``(text, refusal, finish_reason)`` of the first choice of a response's JSON (``key``: ``message``, or
-    ``delta`` in a streamed event), None when it has no choice; :class:`BadAnswer` when it is malformed."""
+def _first_choice(kind: str, body: Any, key: str) -> tuple[str, str | None, str | None, Any] | None:
+    """``(text, refusal, finish_reason, top_logprobs)`` of the first choice of a response's JSON (``key``:
+    ``message``, or ``delta`` in a streamed event), None when it has no choice; :class:`BadAnswer` when it is
+    malformed."""
     if not isinstance(body, dict):
         raise BadAnswer(f"a JSON {type(body).__name__} instead of an object")
     choices = body.get("choices")
@@ -111,7 +127,21 @@ def _first_choice(kind: str, body: Any, key: str) -> tuple[str, str | None, str 
     text, refusal = node.get("content" if kind == CHAT else "text"), node.get("refusal")
     if text is not None and not isinstance(text, str):
         raise BadAnswer(f"{where}.{'content' if kind == CHAT else 'text'} is a {type(text).__name__}, not a string")
-    return text or "", refusal if isinstance(refusal, str) and refusal else None, choice.get("finish_reason")
+    return (text or "", refusal if isinstance(refusal, str) and refusal else None, choice.get("finish_reason"),
+            _top_logprobs(choice.get("logprobs")))
+
+
+def _top_logprobs(logprobs: Any) -> tuple[tuple[str, float], ...] | None:
+    """The first token's alternatives: chat's ``logprobs.content[0].top_logprobs`` (a list of ``{token,
+    logprob}``) or completions' ``logprobs.top_logprobs[0]`` (``{token: logprob}``); None when not sent."""
+    try:
+        if logprobs and logprobs.get("content"):
+            return tuple((t["token"], float(t["logprob"])) for t in logprobs["content"][0]["top_logprobs"])
+        if logprobs and logprobs.get("top_logprobs"):
+            return tuple((t, float(p)) for t, p in logprobs["top_logprobs"][0].items())
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise BadAnswer(f"malformed logprobs ({type(exc).__name__}: {exc})") from None
+    return None
 
 
 class StreamedReply:
@@ -120,6 +150,7 @@ class StreamedReply:
 
     def __init__(self, kind: str):
         self.kind, self.parts, self.refusal, self.finish_reason, self.usage, self.chunks = kind, [], [], None, None, 0
+        self.top_logprobs = None
 
     def add(self, chunk: Any) -> None:
         if isinstance(chunk, dict) and chunk.get("usage"):
@@ -130,9 +161,10 @@ class StreamedReply:
             self.parts.append(choice[0])
             self.refusal.append(choice[1] or "")
             self.finish_reason = choice[2] or self.finish_reason
+            self.top_logprobs = self.top_logprobs or choice[3]  # the first token's
 
     def reply(self, attempts: int, usage: Usage) -> Reply:
         """The answer (``usage``: what counts when the server sent none)."""
         return Reply("".join(self.parts), self.finish_reason,
                      usage if self.usage is None else Usage.from_payload(self.usage), "".join(self.refusal) or None,
-                     attempts)
+                     attempts, self.top_logprobs)

@@ -30,7 +30,8 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from beirx.errors import BeirxError, require
@@ -44,6 +45,9 @@ from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
 log = logging.getLogger(__name__)
 
+#: Alternatives asked for the first token when reading label log-probabilities (OpenAI's maximum).
+TOP_LOGPROBS = 20
+
 
 class LLMError(BeirxError):
     """A request to the LLM server failed for good."""
@@ -55,6 +59,11 @@ class LLMRequestError(LLMError):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
+
+    @property
+    def about_this_request(self) -> bool:
+        """False when the server would refuse every request alike (401/403: the key; 404: the model name)."""
+        return self.status not in (401, 403, 404)
 
 
 class LLMAnswerError(LLMError):
@@ -83,25 +92,13 @@ class LLMClient(LLM):
     def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
         super().__init__(meter, "beirx-llm-client")
-        self.endpoint = endpoint
+        self.endpoint = endpoint  # the circuit breaker and the retry policy follow it at the first request
         self._sleep = sleep or asyncio.sleep
         self._key = ""
         self._openai = None
         self._fatal: Callable[[], LLMError] | None = None  # after a 401/403 or a malformed answer: every later
         # request fails at once with the same error (nothing more is sent)
         self._start_lock = threading.Lock()
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self._endpoint
-
-    @endpoint.setter
-    def endpoint(self, endpoint: Endpoint) -> None:
-        """The server and its limits (set before the first request: the breaker and retry policy follow it)."""
-        self._endpoint = endpoint
-        self.breaker = CircuitBreaker(endpoint.breaker_failures, endpoint.breaker_seconds)
-        self.policy = RetryPolicy(attempts=endpoint.attempts, base_delay=endpoint.backoff,
-                                  max_delay=endpoint.max_backoff)
 
     @property
     def model(self) -> str:
@@ -113,6 +110,28 @@ class LLMClient(LLM):
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, **self.endpoint.describe()}
+
+    def label_logprobs(self, requests: Sequence[Request],
+                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+        """Read from the ``top_logprobs`` of a one-token answer (OpenAI's API, llama.cpp's and vLLM's servers) by
+        :meth:`Reply.label_logprobs`, so each label word should be one token of the served model. A label with no
+        token among the :data:`TOP_LOGPROBS` listed gets the lowest listed log-probability, an upper bound of its
+        own (counted in the log)."""
+        asked = [replace(r, max_tokens=1, extra={**r.extra, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
+                 for r in requests]
+        out, unlisted = [], 0
+        for reply in self.call_many(asked) if asked else ():
+            if not reply.top_logprobs:
+                raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
+                                     "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")
+            listed = reply.label_logprobs(labels)
+            unlisted += len(labels) - len(listed)
+            floor = min(p for _, p in reply.top_logprobs)
+            out.append({name: listed.get(name, floor) for name in labels})
+        if unlisted:
+            log.info("%s: %d labels not among the top %d tokens, bounded by the lowest listed", self.where(),
+                     unlisted, TOP_LOGPROBS)
+        return out
 
     def openai_client(self):
         """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
@@ -132,6 +151,9 @@ class LLMClient(LLM):
                 self._openai = openai.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self._key,
                                                   timeout=self.endpoint.timeout, max_retries=0)
                 self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
+                self.breaker = CircuitBreaker(self.endpoint.breaker_failures, self.endpoint.breaker_seconds)
+                self.policy = RetryPolicy(attempts=self.endpoint.attempts, base_delay=self.endpoint.backoff,
+                                          max_delay=self.endpoint.max_backoff)
 
     def close(self) -> None:
         """Close the connections and stop the client's loop (idempotent)."""

@@ -13,8 +13,12 @@ loaded once per process (:func:`beirx.models.causal_lm.causal_lm`), on the GPU w
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
+from beirx.errors import BeirxError
 from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.protocol import LLM
 from beirx.models.llm.usage import UsageMeter
@@ -31,19 +35,17 @@ class LocalLLM(LLM):
 
         super().__init__(meter, "beirx-local-llm")
         self.model, self.revision = model, revision
-        self._files = None  # resolved when first needed (a dry run downloads nothing)
         self.device = choose_device(device)
         self.batch_size = int(batch_size)
         self._waiting: list[tuple[Request, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
 
-    @property
+    @cached_property
     def files(self):
+        """The model's folder and revision, resolved when first needed (a dry run downloads nothing)."""
         from beirx.models.files import resolve_model
 
-        if self._files is None:
-            self._files = resolve_model(self.model, self.revision)
-        return self._files
+        return resolve_model(self.model, self.revision)
 
     @property
     def location(self) -> str:
@@ -60,6 +62,51 @@ class LocalLLM(LLM):
         return {"backend": self.backend, "model": self.files.name, "revision": self.files.revision,
                 "dtype": str(self.loaded()[1].dtype).removeprefix("torch."), "device": self.device,
                 "batch_size": self.batch_size}
+
+    def label_logprobs(self, requests: Sequence[Request],
+                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+        """From the next-token distribution after each prompt (:func:`beirx.models.causal_lm.next_token_logprobs`,
+        ``batch_size`` prompts a pass) at the label words' :meth:`first_tokens`; two labels sharing one cannot be
+        told apart (an error)."""
+        from beirx.models.causal_lm import next_token_logprobs, prompt_text
+
+        tokenizer, model = self.loaded()
+        ids = {name: self.first_tokens(words) for name, words in labels.items()}
+        for (a, a_ids), (b, b_ids) in itertools.combinations(ids.items(), 2):
+            if set(a_ids) & set(b_ids):
+                raise BeirxError(f"the {a} words {list(labels[a])} and the {b} words {list(labels[b])} share the "
+                                 f"first token(s) {sorted(set(a_ids) & set(b_ids))} in {self.files.name}'s "
+                                 "vocabulary: they cannot be told apart")
+        texts = [prompt_text(tokenizer, r) for r in requests]
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            logprobs = next_token_logprobs(tokenizer, model, texts[start:start + self.batch_size], self.device)
+            columns = {name: logprobs[:, i].logsumexp(dim=-1).tolist() for name, i in ids.items()}
+            out += [{name: column[row] for name, column in columns.items()} for row in range(len(logprobs))]
+        return out
+
+    def first_tokens(self, words: Sequence[str]) -> list[int]:
+        """The first token of each word, with and without a leading space."""
+        tokenizer = self.loaded()[0]
+        ids = {pieces[0] for word in words for variant in (word, " " + word)
+               if (pieces := tokenizer(variant, add_special_tokens=False)["input_ids"])}
+        if not ids:
+            raise BeirxError(f"the answer words {list(words)} have no tokens in {self.files.name}'s vocabulary")
+        return sorted(ids)
+
+    def fit(self, request_for: Callable[[str], Request], text: str, max_tokens: int) -> tuple[Request, bool]:
+        """Cut by the model's own tokens, counted on the prompt as the model reads it (+ 1: a BOS the tokenizer
+        may add); decoding and re-encoding can merge pieces differently, so it cuts until the prompt fits."""
+        from beirx.models.causal_lm import prompt_text
+
+        tokenizer = self.loaded()[0]
+        request, ids, keep = request_for(text), None, None
+        while (over := len(tokenizer(prompt_text(tokenizer, request), add_special_tokens=False)["input_ids"])
+               + 1 - max_tokens) > 0 and keep != 0:
+            ids = ids or tokenizer(text, add_special_tokens=False)["input_ids"]
+            keep = max(0, (len(ids) if keep is None else keep) - over)
+            request = request_for(tokenizer.decode(ids[:keep], skip_special_tokens=True))
+        return request, keep is not None
 
     async def _answer(self, request: Request) -> Reply:
         future = asyncio.get_running_loop().create_future()

@@ -1,4 +1,4 @@
-"""The one interface every LLM user codes against (translation, the judge, the listwise reranker), served by
+"""The one interface every LLM user codes against (translation, the judge, the LLM rerankers), served by
 a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
 :class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
 replies, same usage meter, so a stage runs on either with the same code.
@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from beirx.models.llm.calls import Reply, Request
+from beirx.models.llm.tokens import CHARS_PER_TOKEN
 from beirx.models.llm.usage import UsageMeter
-
 
 
 class LLM:
@@ -47,6 +47,21 @@ class LLM:
 
     async def _answer(self, request: Request) -> Reply:
         raise NotImplementedError
+
+    def label_logprobs(self, requests: Sequence[Request],
+                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+        """For each request, ``{label: log P}``: the log of the summed probabilities that the answer's first
+        token is one of the label's words (``{"yes": ["yes", "Yes"]}``). No request: only check the labels."""
+        raise NotImplementedError
+
+    def fit(self, request_for: Callable[[str], Request], text: str, max_tokens: int) -> tuple[Request, bool]:
+        """``request_for(text)`` with ``text`` cut at its end so the prompt fits ``max_tokens``; True when cut.
+        A server's tokenizer is not at hand: the prompt is counted as :meth:`Request.worst_case` counts it."""
+        request = request_for(text)
+        excess = request.worst_case().prompt_tokens - max_tokens
+        if excess <= 0:
+            return request, False
+        return request_for(text[:max(0, len(text) - int(CHARS_PER_TOKEN * excess))]), True
 
     def _start(self) -> None:
         """Prepare what requests need (called before any is scheduled; cheap once done)."""

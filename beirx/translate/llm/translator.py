@@ -198,7 +198,7 @@ class LLMTranslator(Translator):
         try:
             return await self.llm.acall(request)
         except LLMRequestError as exc:
-            if exc.status in (401, 403, 404):  # a bad key or model name: nothing else will work either
+            if not exc.about_this_request:  # a bad key or model name: nothing else will work either
                 raise
             log.warning("unit refused by the server (%s); splitting it", exc)
             return REFUSED

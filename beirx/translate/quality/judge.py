@@ -32,7 +32,7 @@ from typing import Any
 from beirx.argtypes import count_or_all, non_negative_float, non_negative_int, positive_float, positive_int
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
-from beirx.models.llm.protocol import LLM
+from beirx.models.llm import BACKENDS, LLM
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
@@ -40,7 +40,6 @@ from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("openai", "transformers")
 DEFAULT_SAMPLE = 200
 CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
 MAX_EXAMPLES = 5

@@ -1,0 +1,67 @@
+"""What the two LLM rerankers share: their prompts (``llm_prompts.toml`` beside this module, a user's
+``--llm-prompt-file`` merged over it: :class:`beirx.models.llm.PromptFile`, version and SHA-256 recorded, part of
+the cache key), the flags naming that file and the server, and where the LLM runs (:func:`beirx.models.llm.connect`:
+a server with ``base_url``, else in this process; the same reranker code either way)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from beirx.models.llm import LLM, PromptFile, backend_for, connect
+
+
+def load_prompts(override: Path | str | None = None) -> PromptFile:
+    return PromptFile.load(__package__, "llm_prompts.toml", override)
+
+
+def add_llm_arguments(group) -> None:
+    """The flags of both LLM rerankers (their ``shared_flags``: declared once)."""
+    group.add_argument("--llm-prompt-file", type=Path,
+                       help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the "
+                            "keys it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")
+    group.add_argument("--llm-base-url", help="llm-pointwise, llm-listwise: an OpenAI-compatible server (e.g. "
+                                              "http://127.0.0.1:8080/v1); --reranker-model is its model name. "
+                                              "Default: the model runs in this process (transformers)")
+
+
+class LLMReranker:
+    """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
+
+    shared_flags = (add_llm_arguments,)
+    #: ``beirx eval`` flags of the subclass: constructor parameter -> (flag, type or choices, help); defaults are the
+    #: constructor's (:meth:`Reranker.default`).
+    FLAGS: dict[str, tuple[str, Any, str]] = {}
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        for param, (flag, kind, text) in cls.FLAGS.items():
+            default = cls.default(param)
+            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}  # a tuple: the choices
+            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
+                               + (f" (default {default})" if default is not None else ""))
+
+    @classmethod
+    def params_from_args(cls, args) -> dict[str, Any]:
+        params = super().params_from_args(args)
+        for param, flag in (("prompt_file", "llm_prompt_file"), ("base_url", "llm_base_url")):
+            if getattr(args, flag, None):
+                params[param] = str(getattr(args, flag))
+        for param, (flag, _, _) in cls.FLAGS.items():
+            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != cls.default(param):
+                params[param] = value
+        return params
+
+    def connect(self, model: str, llm: LLM | None, **options: Any) -> LLM:
+        """``llm`` when given, else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
+        return llm if llm is not None else connect(model, what=self.name, **options)
+
+    @property
+    def device(self) -> str | None:
+        """The device of a model in this process (None: a server)."""
+        return getattr(self.llm, "device", None)
+
+    @classmethod
+    def model_is_local(cls, params: dict[str, Any]) -> bool:
+        return backend_for(params.get("backend"), params.get("base_url"), cls.name) == "transformers"
