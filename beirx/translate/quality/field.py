@@ -64,10 +64,8 @@ class FieldScorer:
                                        *((f"{m.name}.{k}", v) for k, v in result.measures.items())]:
                         if key not in self.arrays:
                             self.arrays[key] = np.full(self.size, np.nan)
-                        values = self.arrays[key]
-                        for n, item in enumerate(chunk.ids, start):
-                            if found.get(item) is not None:
-                                values[n] = found[item]
+                        self.arrays[key][start:start + len(chunk)] = [np.nan if found.get(i) is None else found[i]
+                                                                      for i in chunk.ids]
                 for n, item in enumerate(chunk.ids):
                     found = [[{score: v[item] for score, v in r.values.items() if item in v}, r.reasons.get(item, []),
                               r.details.get(item, {}), {k: t[item] for k, t in r.texts.items() if item in t},
