@@ -2,8 +2,8 @@
 ``beirx translate`` and ``beirx suite`` when they finish).
 
 Each field's pairs (:mod:`~beirx.translate.quality.pairs`) go through every method chunk by chunk
-(:mod:`~beirx.translate.quality.field`); the rows stream into the report's files (:mod:`~beirx.translate.quality.
-report`: ``rows.jsonl``, ``flagged.jsonl``, a seeded review sample, as BEIR-PL checked 100 pairs by hand) and each
+(:mod:`~beirx.translate.quality.field`); the rows stream into the report's files (``rows.jsonl``, ``flagged.jsonl``,
+a seeded review sample, as BEIR-PL checked 100 pairs by hand: :mod:`~beirx.translate.quality.report`) and each
 field's distributions, flag counts and method summaries land in ``quality.json``.
 """
 
@@ -25,37 +25,15 @@ from beirx.provenance import Timer, environment_versions
 from beirx.translate.quality import pairs
 from beirx.translate.quality.base import QualityContext, QualityMethod
 from beirx.translate.quality.field import FieldScorer
-from beirx.translate.quality.registry import QUALITY_METHODS
+from beirx.translate.quality.registry import MethodSpec, resolve_methods
 from beirx.translate.quality.report import ReportFiles
 from beirx.translate.similarity import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
 
-MethodSpec = QualityMethod | str  # a built method, or a registry name built with its defaults
-
-
 def report_dir(translated: BeirDataset, output_dir: Path | str | None = None) -> Path:
     """Where the report goes: ``output_dir``, by default ``<translated folder>/quality``."""
     return Path(output_dir) if output_dir is not None else QualityReport.path_in(translated.root).parent
-
-
-def resolve_methods(specs: Sequence[MethodSpec] | None) -> list[QualityMethod]:
-    """The methods to run: ``specs`` built (a name through the registry, with its defaults), by default every
-    registered method marked ``default``; two methods with one name or one score name are refused."""
-    if specs is None:
-        specs = [name for name in QUALITY_METHODS.in_order() if QUALITY_METHODS.get(name).default]
-    methods = [spec if isinstance(spec, QualityMethod) else _build(spec) for spec in specs]
-    _check_unique_scores(methods)
-    return methods
-
-
-def _build(name: str) -> QualityMethod:
-    cls = QUALITY_METHODS.get(name)
-    try:
-        return cls()
-    except TypeError:
-        raise BeirxError(f"quality method {name!r} needs options: build it (e.g. from its beirx quality flags, "
-                         f"{cls.__name__}.from_args) and pass the method instead of its name") from None
 
 
 def _fields(translated: BeirDataset, fields: Sequence[str]) -> list[str]:
@@ -141,16 +119,3 @@ def _report(source: BeirDataset, translated: BeirDataset, methods: Sequence[Qual
         versions=environment_versions(),
         timings=timings,
     )
-
-
-def _check_unique_scores(methods: Sequence[QualityMethod]) -> None:
-    seen: dict[str, str] = {}
-    for method in methods:
-        for score in method.scores:
-            if score.name in seen:
-                raise BeirxError(f"quality methods {seen[score.name]} and {method.name} both produce a score named "
-                                 f"{score.name!r}")
-            seen[score.name] = method.name
-    names = [m.name for m in methods]
-    if len(set(names)) != len(names):
-        raise BeirxError(f"a quality method is listed twice: {', '.join(names)}")
