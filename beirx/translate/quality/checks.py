@@ -172,15 +172,11 @@ class Checks(QualityMethod):
                 self.detected[lang] += 1
                 if langid.wrong_language(lang, prob, context.src_lang, context.tgt_lang):
                     result.flag(item, "wrong_language", language={"detected": lang, "probability": round(prob, 3)})
-            repeated = repetition(src, out)
-            if repeated:
-                result.flag(item, "repetition", repetition=repeated)
-            lost_numbers = sorted(numbers(src) - numbers(out))
-            if lost_numbers:
-                result.flag(item, "lost_numbers", lost_numbers=lost_numbers)
-            lost_urls = sorted(u for u in urls(src) if u not in out)
-            if lost_urls:
-                result.flag(item, "lost_urls", lost_urls=lost_urls)
+            for reason, found in (("repetition", repetition(src, out)),
+                                  ("lost_numbers", sorted(numbers(src) - numbers(out))),
+                                  ("lost_urls", sorted(u for u in urls(src) if u not in out))):
+                if found:  # the evidence is named as the reason
+                    result.flag(item, reason, **{reason: found})
         return result
 
     def finish(self, field: str, values: dict[str, np.ndarray], context: QualityContext):

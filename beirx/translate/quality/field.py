@@ -31,7 +31,6 @@ class FieldScorer:
     def __init__(self, name: str, size: int, methods: Sequence[QualityMethod], context: QualityContext, timer: Timer):
         self.name, self.size, self.methods, self.context, self.timer = name, size, methods, context, timer
         self.arrays: dict[str, np.ndarray] = {}
-        self.seen: dict[str, dict[str, None]] = {m.name: {} for m in methods}  # each method's scores, in order
         self.outcomes = {m.name: MethodField(scored=0, missing=0) for m in methods}
 
     def _score(self, method: QualityMethod, pairs: FieldPairs) -> MethodResult:
@@ -40,7 +39,6 @@ class FieldScorer:
         outcome = self.outcomes[method.name]
         outcome.scored, outcome.missing = outcome.scored + result.scored, outcome.missing + result.missing
         outcome.summary.update(result.summary)
-        self.seen[method.name].update(dict.fromkeys(result.values))
         return result
 
     def score(self, chunks: Callable[[], Iterator[FieldPairs]], spill: TextIO) -> None:
@@ -87,7 +85,7 @@ class FieldScorer:
                                 for s in m.scores if s.low_outlier and s.name in values}, **found}
             self.outcomes[m.name].summary.update(summary)
         declared = {s.name: s for m in self.methods for s in m.scores}
-        self.arrays = {score: self.arrays[score] for m in self.methods for score in self.seen[m.name]}  # no measures
+        self.arrays = {score: self.arrays[score] for score in declared if score in self.arrays}  # the measures are done
         self.distributions = {score: distribution(values[~np.isnan(values)], declared[score].scale)
                               for score, values in self.arrays.items()}
         higher = {name: score.higher_is_better for name, score in declared.items()}
