@@ -173,6 +173,22 @@ def test_rows_scored_in_chunks_and_out_of_order_give_the_same_report(tmp_path, m
     assert report("es-shuffled", rows[15:] + rows[:15]) == whole
 
 
+@pytest.mark.parametrize("side", ["en", "es"])
+def test_a_duplicate_id_in_either_corpus_stops_quality_naming_its_line(tmp_path, capsys, side):
+    """The readers that stream the corpus for scoring skip the duplicate-ID check (8 bytes a row); the first walk
+    over the source checks it, and a translation repeating an ID cannot follow the source's order, so it is read
+    with the check: either way the run stops with the file and line, before writing a report."""
+    source, translated = _datasets(tmp_path)
+    corpus = (source if side == "en" else translated).corpus_path
+    lines = corpus.read_text().splitlines()
+    corpus.write_text("\n".join(lines + [lines[1]]) + "\n")
+    code = main(["quality", str(translated.root), "--source", str(source.root), "--lang", "es", "--no-similarity",
+                 "--fields", "corpus", "--output", str(tmp_path / "q"), "--no-progress"])
+    assert code == 2
+    assert f"{corpus}:5: duplicate _id 'd1'" in capsys.readouterr().err
+    assert not (tmp_path / "q" / "quality.json").exists()
+
+
 def test_low_outliers_by_robust_z():
     values = np.array([0.8 + 0.001 * (i % 7) for i in range(30)] + [0.2, np.nan])  # row 30 is bad, 31 has no value
     assert low_outlier_mask(values).nonzero()[0].tolist() == [30]

@@ -25,6 +25,7 @@ from beirx.atomic import atomic_writer
 from beirx.errors import DataError
 
 FILENAME = "rows.jsonl"
+BLOCK = 65536  # rows whose ties and rank positions are computed at a time
 
 
 def record(field: str, item: str, flags: list[str], rank: float | None, scores: dict[str, float | None]) -> dict:
@@ -53,16 +54,17 @@ def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_bett
     A score's percentile rank (position among the field's values, over ``n - 1``, each score oriented so that
     0 is its worst value) puts scores of different scales (cosine, chrF, MQM) on one footing, so no method
     dominates the order by its units; a row missing a score is ranked on the others. One score's order is held
-    at a time (8 bytes a row) and the IDs of equal values as bytes, so a field's ranks take a few arrays, not a
-    record per row.
+    at a time (8 bytes a row; its ties and positions are found :data:`BLOCK` rows at a time) and the IDs of
+    equal values as bytes, so a field's ranks take three arrays beside ``values``, not a record per row.
     """
     def order(score: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """The rows with a value (None: all), their order from worst to best, the places equal to the next."""
         present = None if not np.isnan(values[score]).any() else np.flatnonzero(~np.isnan(values[score]))
         oriented = values[score] if present is None else values[score][present]
         ranked = np.argsort(oriented if higher_is_better.get(score, True) else -oriented, kind="stable")
-        oriented = oriented[ranked]
-        return present, ranked, np.flatnonzero(oriented[1:] == oriented[:-1])
+        blocks = (oriented[ranked[start:start + BLOCK + 1]] for start in range(0, len(ranked), BLOCK))
+        same = [np.flatnonzero(block[1:] == block[:-1]) + n * BLOCK for n, block in enumerate(blocks)]
+        return present, ranked, np.concatenate(same) if same else np.zeros(0, dtype=np.int64)
 
     def rows(present: np.ndarray | None, ranked: np.ndarray) -> np.ndarray:
         return ranked if present is None else present[ranked]
@@ -71,6 +73,7 @@ def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_bett
     for score in values:
         present, ranked, same = order(score)
         tied.append(rows(present, ranked[np.union1d(same, same + 1)]))
+        del present, ranked
     wanted = np.unique(np.concatenate(tied)) if tied else np.zeros(0, dtype=np.int64)
     names = ids(wanted) if len(wanted) else np.zeros(0, dtype="S1")
     total, count = np.zeros(size), np.zeros(size, dtype=np.uint16)
@@ -80,14 +83,15 @@ def percentile_ranks(size: int, values: Mapping[str, np.ndarray], higher_is_bett
             run = ranked[first:last + 1]
             keys = names[np.searchsorted(wanted, rows(present, run))]
             ranked[first:last + 1] = run[np.argsort(keys, kind="stable")]
-        rows_ranked = rows(present, ranked)
-        positions = np.arange(len(rows_ranked), dtype=np.float64)
-        positions /= max(1, len(rows_ranked) - 1)
-        total[rows_ranked] += positions
-        count[rows_ranked] += 1
-        del rows_ranked, positions
+        ranked = rows(present, ranked)
+        for start in range(0, len(ranked), BLOCK):
+            part = ranked[start:start + BLOCK]
+            total[part] += np.arange(start, start + len(part), dtype=np.float64) / max(1, len(ranked) - 1)
+            count[part] += 1
+        del present, ranked
     with np.errstate(invalid="ignore", divide="ignore"):
-        return total / count
+        total /= count
+    return total
 
 
 def _runs(same: np.ndarray) -> Iterator[tuple[int, int]]:

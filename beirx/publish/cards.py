@@ -133,14 +133,35 @@ def _table_row(*cells: Any) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def _figures_table(figures: dict[str, Any]) -> str:
+    """A two-column ``measure | value`` table, numbers to four significant digits."""
+    rows = [_table_row(k, f"{v:.4g}" if isinstance(v, float) else v) for k, v in figures.items()]
+    return "\n".join([_table_row("measure", "value"), _table_row("---", "---:"), *rows])
+
+
 def render_dataset_card(info: dict[str, Any]) -> str:
     """The README.md of an exported dataset. ``info`` is built by :func:`beirx.publish.hub.card_info`."""
-    prov = info["provenance"]
     license_id, license_name = hub_license(info.get("license"))
-    metadata: dict[str, Any] = {
-        "language": [info["lang"]],
-        "license": license_id,
-    }
+    body = template("dataset_card.md").substitute(
+        title=info["title"],
+        summary=info["summary"],
+        contents_table=_contents_table(info),
+        repo_id=info["repo_id"],
+        eval_split=info["eval_split"],
+        lang=info["lang"],
+        provenance_list=_provenance_list(info),
+        quality_section=_quality_section(info),
+        verification_section=_verification_section(info["verification"]),
+        license_text=_license_text(info, license_id, license_name),
+        citations=citations(),
+    )
+    return with_front_matter(_dataset_metadata(info, license_id, license_name), body)
+
+
+def _dataset_metadata(info: dict[str, Any], license_id: str, license_name: str | None) -> dict[str, Any]:
+    """The card's YAML: what the Hub indexes, ``datasets``' configs, and beirx's own block."""
+    prov = info["provenance"]
+    metadata: dict[str, Any] = {"language": [info["lang"]], "license": license_id}
     if license_name:
         metadata["license_name"] = license_name
     metadata.update({
@@ -168,67 +189,65 @@ def render_dataset_card(info: dict[str, Any]) -> str:
             "beirx_version": info["beirx_version"],
         }.items() if v is not None},
     })
-    contents = [_table_row(c["config_name"], f["split"], f"{info['rows'][(c['config_name'], f['split'])]:,}",
-                           ", ".join(f"`{p}`" for p in f["path"]))
-                for c in info["configs"] for f in c["data_files"]]
-    provenance = [f"- Dataset: `{info['name']}` ({info['lang']}), content checksum `{info['checksum']}`"]
+    return metadata
+
+
+def _contents_table(info: dict[str, Any]) -> str:
+    """One row per data file: config, split, rows, paths."""
+    return "\n".join(_table_row(c["config_name"], f["split"], f"{info['rows'][(c['config_name'], f['split'])]:,}",
+                                ", ".join(f"`{p}`" for p in f["path"]))
+                     for c in info["configs"] for f in c["data_files"])
+
+
+def _provenance_list(info: dict[str, Any]) -> str:
+    prov = info["provenance"]
+    lines = [f"- Dataset: `{info['name']}` ({info['lang']}), content checksum `{info['checksum']}`"]
     if info.get("source_id") or prov.get("source_dataset"):
-        provenance.append(f"- Source dataset: {info.get('source_id') or prov.get('source_dataset')}"
-                          + (f" (checksum `{prov['source_checksum']}`)" if prov.get("source_checksum") else ""))
+        lines.append(f"- Source dataset: {info.get('source_id') or prov.get('source_dataset')}"
+                     + (f" (checksum `{prov['source_checksum']}`)" if prov.get("source_checksum") else ""))
     if prov.get("translator"):
         model = f", model `{prov['model']}`" if prov.get("model") else ""
         revision = f" at revision `{prov['model_revision']}`" if prov.get("model_revision") else ""
-        langs = (f" from `{prov['source_language']}`" if prov.get("source_language") else "")
-        provenance.append(f"- Machine translation{langs} by `{prov['translator']}`{model}{revision}")
+        langs = f" from `{prov['source_language']}`" if prov.get("source_language") else ""
+        lines.append(f"- Machine translation{langs} by `{prov['translator']}`{model}{revision}")
     else:
-        provenance.append("- Not machine-translated: the text is the source dataset's")
+        lines.append("- Not machine-translated: the text is the source dataset's")
     if prov.get("created"):
-        provenance.append(f"- Translated: {prov['created']}")
+        lines.append(f"- Translated: {prov['created']}")
     if prov.get("partial"):
-        provenance.append("- **Partial translation** (a preview of the first records only): not a full benchmark")
-    provenance.append(f"- Exported by beirx {info['beirx_version']}")
+        lines.append("- **Partial translation** (a preview of the first records only): not a full benchmark")
+    lines.append(f"- Exported by beirx {info['beirx_version']}")
     if info.get("ignore_identical_ids") is not None:
-        provenance.append(f"- Evaluation protocol: `ignore_identical_ids={info['ignore_identical_ids']}`, "
-                          "MTEB's setting "
-                          "for this dataset (when true, a document whose ID equals the query ID is dropped from the "
-                          "ranking before scoring)")
-    quality = info.get("quality") or {}
-    if quality:
-        quality_section = "\n".join([_table_row("measure", "value"), _table_row("---", "---:")]
-                                    + [_table_row(k, f"{v:.4g}") for k, v in quality.items()])
-        quality_section += "\n\nFrom the `beirx quality` report, kept in `provenance/quality/`."
-    elif prov.get("translator"):
-        quality_section = "No quality report was found beside this translation (`beirx quality` writes one)."
-    else:
-        quality_section = "Not applicable: this dataset is not machine-translated."
-    verified = info["verification"]
-    verification_section = f"MTEB `sample_creation`: **{verified.sample_creation}** ({verified.reason})."
+        lines.append(f"- Evaluation protocol: `ignore_identical_ids={info['ignore_identical_ids']}`, MTEB's setting "
+                     "for this dataset (when true, a document whose ID equals the query ID is dropped from the "
+                     "ranking before scoring)")
+    return "\n".join(lines)
+
+
+def _quality_section(info: dict[str, Any]) -> str:
+    if info.get("quality"):
+        return _figures_table(info["quality"]) + "\n\nFrom the `beirx quality` report, kept in `provenance/quality/`."
+    if info["provenance"].get("translator"):
+        return "No quality report was found beside this translation (`beirx quality` writes one)."
+    return "Not applicable: this dataset is not machine-translated."
+
+
+def _verification_section(verified: Any) -> str:
+    """MTEB's ``sample_creation`` and why, with the review's figures when there are some."""
+    section = f"MTEB `sample_creation`: **{verified.sample_creation}** ({verified.reason})."
     if verified.figures:
-        verification_section += "\n\n" + "\n".join([_table_row("measure", "value"), _table_row("---", "---:")]
-                                                     + [_table_row(k, f"{v:.4g}" if isinstance(v, float) else v)
-                                                        for k, v in verified.figures.items()])
-        verification_section += "\n\nFrom `beirx review export` (native speakers' ratings of a stratified sample), kept " \
-                                "in `provenance/review/`." if "reviewed items" in verified.figures else ""
-    if license_name:
-        license_text = f"Inherited from the source dataset: {license_name}."
-    else:
-        license_text = f"Inherited from the source dataset: `{license_id}`."
-    if prov.get("translator"):
-        license_text += " The translation does not change the terms of the original data."
-    body = template("dataset_card.md").substitute(
-        title=info["title"],
-        summary=info["summary"],
-        contents_table="\n".join(contents),
-        repo_id=info["repo_id"],
-        eval_split=info["eval_split"],
-        lang=info["lang"],
-        provenance_list="\n".join(provenance),
-        quality_section=quality_section,
-        verification_section=verification_section,
-        license_text=license_text,
-        citations=citations(),
-    )
-    return with_front_matter(metadata, body)
+        section += "\n\n" + _figures_table(verified.figures)
+        if "reviewed items" in verified.figures:
+            section += ("\n\nFrom `beirx review export` (native speakers' ratings of a stratified sample), kept in "
+                        "`provenance/review/`.")
+    return section
+
+
+def _license_text(info: dict[str, Any], license_id: str, license_name: str | None) -> str:
+    text = f"Inherited from the source dataset: {license_name or f'`{license_id}`'}."
+    if info["provenance"].get("translator"):
+        text += " The translation does not change the terms of the original data."
+    return text
 
 
 RESULTS_METRICS = ("NDCG@10", "MAP@100", "Recall@100", "MRR@10")

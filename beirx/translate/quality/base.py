@@ -1,19 +1,8 @@
 """The interface every quality-estimation method implements (one module per method, one registry line in
-:mod:`beirx.translate.quality`).
-
-A method scores a field's aligned (source, translation) rows chunk by chunk (:data:`CHUNK` rows at a time,
-streamed from disk, so memory does not grow with the corpus) and returns, per row, the values of the scores it
-declares and the reasons it flags the row with; after the field's last chunk, :meth:`QualityMethod.finish`
-decides the flags that depend on the whole field's distribution (from its per-row numbers, kept as arrays) and
-gives the field's summary. A method that needs the whole field at once says so (:attr:`QualityMethod.whole_field`:
-a seeded sample over the field, a corpus-level figure). :func:`~beirx.translate.quality.run.run_quality` stores
-everything generically (``quality.json`` and its sidecar ``rows.jsonl``), combines the flags of all methods and
-renders the report, so a new method touches nothing else. A method declares its own ``beirx quality`` flags
-(:meth:`QualityMethod.add_arguments`, each default written there once) and builds itself from them
-(:meth:`QualityMethod.from_args`, ``None`` when the user did not ask for it); from a written report it gives its
-lines of ``quality.md`` (:meth:`QualityMethod.report_section`, :meth:`QualityMethod.report_lines`), its figures
-on a dataset card and in ``beirx quality``'s printout (:meth:`QualityMethod.card_figures`) and whether its
-scored rows count as verification of a published dataset (:attr:`QualityMethod.verifies`).
+:mod:`beirx.translate.quality.registry`): its options, per-row scores and flags, whole-field flags and summary
+(:meth:`QualityMethod.finish`), and its lines in ``quality.md``, on dataset cards and in ``beirx quality``'s
+printout. The runner (:mod:`~beirx.translate.quality.run`) stores and combines everything generically, so a new
+method touches nothing else.
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
 """The ``checks`` quality method: cheap rules that catch the typical machine-translation failures of a
-benchmark build. Always on; no model.
+benchmark build, one flag reason each (:data:`REASONS`). Always on; no model.
 
-Each rule names a reason that appears in ``flagged.jsonl`` and ``quality.json``:
-
-``empty``            the source has text, the translation has none.
-``untranslated``     the translation equals the source (case and whitespace ignored) although the source
-                     has at least two words to translate (a bare gene name or number may stay as is).
-``near_identical``   not equal, but at least :data:`NEAR_IDENTICAL` of the words match in order
-                     (``difflib`` ratio over word lists): typically a sentence left in the source language.
-``wrong_language``   language identification says the source language (probability >= 0.5) or a third
-                     language (>= 0.9) (:mod:`beirx.translate.langid`).
-``length_ratio``     ``len(translation)/len(source)`` (characters) is an outlier for this dataset and field:
-                     robust z-score of the log ratio beyond 3.5 (:mod:`beirx.translate.quality.stats`).
-                     Using the field's own distribution adapts to each language pair (Polish runs ~10%
-                     longer than English, Chinese far shorter). With fewer than 20 items or a zero MAD the
-                     fixed bounds 0.5–2.0 apply instead.
-``lost_numbers``     a digit run of the source (``2019``, the ``3`` and ``5`` of ``3.5``) is missing from the
-                     translation; comparing runs, not numbers, tolerates ``3.5`` → ``3,5`` and ``1,000`` →
-                     ``1 000``.
-``lost_urls``        a URL of the source is not found verbatim in the translation.
-``repetition``       a fragment repeats 4+ times in a row and the source has no such run.
-
-The field summary holds the language check (rows checked, share in the target language, the 10 most
-frequent detected languages) and the length-ratio rule that applied.
-"""
+``untranslated`` (equal, case and whitespace ignored) and ``near_identical`` (:data:`NEAR_IDENTICAL` of the
+words in order, ``difflib`` ratio over word lists) need a source of two or more words: a gene name may stay as
+is. ``wrong_language`` uses :mod:`beirx.translate.langid`. ``length_ratio`` is a robust z-score of the log
+character ratio beyond 3.5 on the field's own distribution (:mod:`~beirx.translate.quality.stats`), which adapts
+to each language pair (Polish runs ~10% longer than English, Chinese far shorter); with fewer than 20 items or
+a zero MAD the fixed bounds 0.5–2.0 apply. ``lost_numbers`` compares digit runs, not numbers, so ``3.5`` →
+``3,5`` and ``1,000`` → ``1 000`` pass; ``lost_urls`` looks for each URL verbatim. The field summary holds the
+language check (rows checked, share in the target language, the 10 most frequent languages) and the
+length-ratio rule that applied."""
 
 from __future__ import annotations
 
@@ -42,7 +28,7 @@ from beirx.translate.quality.stats import ROBUST_Z, MIN_ITEMS_FOR_ROBUST, robust
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
 
-#: One line per reason, for the markdown report's legend.
+#: One line per reason (the report's legend), in the order a row's reasons are listed.
 REASONS = {
     "empty": "the source has text, the translation has none",
     "untranslated": "the translation equals the source",
@@ -53,7 +39,7 @@ REASONS = {
                   "MT output such as 'specificspecificspecific...')",
     "lost_numbers": "a digit run of the source is missing from the translation",
     "lost_urls": "a URL of the source is missing from the translation",
-}  # in the order a row's reasons are listed
+}
 
 NEAR_IDENTICAL = 0.9
 FIXED_RATIO_BOUNDS = (0.5, 2.0)
@@ -186,15 +172,11 @@ class Checks(QualityMethod):
                 self.detected[lang] += 1
                 if langid.wrong_language(lang, prob, context.src_lang, context.tgt_lang):
                     result.flag(item, "wrong_language", language={"detected": lang, "probability": round(prob, 3)})
-            repeated = repetition(src, out)
-            if repeated:
-                result.flag(item, "repetition", repetition=repeated)
-            lost_numbers = sorted(numbers(src) - numbers(out))
-            if lost_numbers:
-                result.flag(item, "lost_numbers", lost_numbers=lost_numbers)
-            lost_urls = sorted(u for u in urls(src) if u not in out)
-            if lost_urls:
-                result.flag(item, "lost_urls", lost_urls=lost_urls)
+            for reason, found in (("repetition", repetition(src, out)),
+                                  ("lost_numbers", sorted(numbers(src) - numbers(out))),
+                                  ("lost_urls", sorted(u for u in urls(src) if u not in out))):
+                if found:  # the evidence is named as the reason
+                    result.flag(item, reason, **{reason: found})
         return result
 
     def finish(self, field: str, values: dict[str, np.ndarray], context: QualityContext):

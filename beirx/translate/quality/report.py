@@ -1,11 +1,8 @@
-"""Write a quality report: ``quality.json`` + its per-row sidecar ``rows.jsonl``, ``quality.md`` (summary,
-BEIR-PL Table 2 layout, every method's scores, flags, the worst rows with every score side by side),
-``flagged.jsonl`` (every flagged pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md``
-(pairs for a human to check). Rows are streamed to the files as each field is scored (:class:`ReportFiles`):
-memory holds the review sample and the worst rows, not a record per row. The Markdown is rendered from the
-report and its sidecar alone, so it can be rebuilt from any ``quality.json``. Every file is written
-atomically, ``quality.json`` last, so a report on disk is always complete.
-"""
+"""Write a quality report: ``quality.json``, its per-row sidecar ``rows.jsonl``, ``quality.md``, ``flagged.jsonl``
+(every flagged pair with its reasons, evidence and scores) and ``review_sample.jsonl``/``.md`` (pairs for a human
+to check). Rows are streamed to the files as each field is scored, so memory holds the review sample and the worst
+rows, not a record per row; the Markdown is rendered from the report and its sidecar alone, so it can be rebuilt
+from any ``quality.json``. Every file is written atomically, ``quality.json`` last: a report on disk is complete."""
 
 from __future__ import annotations
 
@@ -31,10 +28,7 @@ JSONL_DIGITS = 4  # scores in flagged.jsonl / review_sample.jsonl; rows.jsonl ke
 
 
 class ReportFiles:
-    """The files of one run, as a context: :meth:`add` streams each field's rows to ``rows.jsonl`` and
-    ``flagged.jsonl`` and keeps the field's review sample and worst rows; :meth:`finish` commits them and writes
-    ``review_sample.*``, ``quality.md`` and ``quality.json``. An error before :meth:`finish` leaves every earlier
-    report in the folder as it was."""
+    """The files of one run, as a context (an error before :meth:`finish` leaves any earlier report as it was)."""
 
     def __init__(self, folder: Path, sample_size: int, seed: int):
         self.folder, self.sample_size, self.seed = folder, sample_size, seed
