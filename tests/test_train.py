@@ -276,6 +276,65 @@ def test_cross_encoder_needs_negatives(tiny_dataset, tiny_cross_encoder, tmp_pat
     assert "--hard-negatives bm25" in capsys.readouterr().err
 
 
+def test_listwise_loss_by_hand(tiny_cross_encoder):
+    """One row: -log(e^s+ / (e^s+ + e^s1 + e^s2)) over the raw logits. Two rows: each row's softmax also holds
+    one document of the OTHER row (random which), never its own again."""
+    from sentence_transformers.cross_encoder import CrossEncoder
+
+    model = CrossEncoder(str(tiny_cross_encoder), local_files_only=True, device="cpu").eval()
+    loss_fn = cross_encoder.listwise_loss(model)
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_cross_encoder)
+    bert = transformers.AutoModelForSequenceClassification.from_pretrained(tiny_cross_encoder).eval()
+
+    def logit(query, doc):
+        with torch.no_grad():
+            return bert(**tok(query, doc, return_tensors="pt")).logits[0, 0].item()
+
+    def nll(query, positive, others):
+        scores = torch.tensor([logit(query, positive)] + [logit(query, d) for d in others])
+        return (torch.logsumexp(scores, 0) - scores[0]).item()
+
+    q, pos, n1, n2 = "which animals hunt mice", "Cats hunt mice.", "Whales are large.", "Birds can fly."
+    with torch.no_grad():
+        one = loss_fn([[q], [pos], [n1], [n2]], None).item()
+    assert one == pytest.approx(nll(q, pos, [n1, n2]), abs=1e-5)
+
+    q2, pos2, neg2 = "loyal companion dog", "Dogs are loyal companions.", "Mice are small rodents."
+    with torch.no_grad():
+        two = loss_fn([[q, q2], [pos, pos2], [n1, neg2]], None).item()
+    possible = {(a, b): (nll(q, pos, [n1, a]) + nll(q2, pos2, [neg2, b])) / 2
+                for a in (pos2, neg2) for b in (pos, n1)}
+    assert any(two == pytest.approx(value, abs=1e-5) for value in possible.values())
+    assert two != pytest.approx(nll(q, pos, [n1]) / 2 + nll(q2, pos2, [neg2]) / 2, abs=1e-4)  # not BM25's only
+
+
+def test_cross_encoder_listwise_trains_records_its_loss_and_reranks(tiny_dataset, tiny_bi_encoder, tmp_path):
+    out = tmp_path / "ce"
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--lang", "en", "--split", "test",
+                 "--model", str(tiny_bi_encoder), "--output", str(out), "--loss", "listwise", "--negatives", "1",
+                 "--max-steps", "2", "--batch-size", "2", "--device", "cpu", "--no-progress"]) == 0
+    record = read_front_matter(out / "README.md")["beirx"]
+    assert record["parameters"]["loss"] == "listwise"
+    assert record["loss"] == {"name": "MultipleNegativesRankingLoss", "head": "mean", "bm25_negatives": 1,
+                              "in_batch_negatives": 1, "logits": "raw (no sigmoid, scale 1)",
+                              "batch_sampler": "no_duplicates", "rows": 3,
+                              "max_length": record["loss"]["max_length"]}
+    assert main(["eval", "--dataset", str(tiny_dataset), "--retriever", "bm25", "--reranker", "cross-encoder",
+                 "--reranker-model", str(out), "--output", str(tmp_path / "res"), "--device", "cpu",
+                 "--no-progress"]) == 0
+    reranked = [d for d in map(ResultsDocument.load, (tmp_path / "res").glob("*.json")) if d.system.kind == "rerank"]
+    assert reranked and reranked[0].system.description["reranker"]["head"] == "mean-pooled token states + linear"
+
+
+def test_cross_encoder_loss_is_checked(tiny_dataset, tiny_cross_encoder, tmp_path, capsys):
+    with pytest.raises(BeirxError, match="--loss must be one of bce, listwise, got 'pairwise'"):
+        options(tiny_dataset, tiny_cross_encoder, tmp_path / "x", loss="pairwise")
+    assert main(["train", "cross-encoder", "--dataset", str(tiny_dataset), "--model", str(tiny_cross_encoder),
+                 "--output", str(tmp_path / "x"), "--loss", "pairwise"]) == 2
+    assert "invalid choice: 'pairwise'" in capsys.readouterr().err
+    assert "loss" not in options(tiny_dataset, tiny_cross_encoder, tmp_path / "x").training_parameters()
+
+
 def test_empty_document_prompt_saved_by_sentence_transformers_6_does_not_hide_the_passage_prompt(tmp_path):
     from beirx.models.files import resolve_model
     from beirx.models.prompts import model_prompts

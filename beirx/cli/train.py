@@ -11,9 +11,10 @@ import json
 
 from beirx.argtypes import output_dir, positive_float, positive_int
 from beirx.cli import show_progress
+from beirx.train.options import CROSS_ENCODER_LOSSES
 
 KINDS = {"bi-encoder": "dense retriever (sentence-transformers, MultipleNegativesRankingLoss with GradCache)",
-         "cross-encoder": "reranker (CrossEncoder, BinaryCrossEntropyLoss on mined negatives)"}
+         "cross-encoder": "reranker (CrossEncoder, binary or listwise loss on mined negatives)"}
 
 
 def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
@@ -37,6 +38,11 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
                                  "batch's, the memory one mini-batch's; default 8)")
         parser.add_argument("--scale", type=positive_float, default=None,
                             help="similarity scale of the loss, 1/temperature (default 20)")
+    if kind == "cross-encoder":
+        parser.add_argument("--loss", choices=CROSS_ENCODER_LOSSES, default="bce",
+                            help="bce: binary cross-entropy on each pair, positives weighted by negatives/positives; "
+                                 "listwise: softmax cross-entropy of each positive against its query's BM25 "
+                                 "negatives and one other query's document from the batch (default bce)")
     parser.add_argument("--max-memory", type=positive_float, default=None, metavar="GB",
                         help="peak memory the training may use; it stops before the first step, naming options "
                              "that fit, when the estimate is larger (default: the memory available at the start)")
@@ -92,7 +98,7 @@ def run(args) -> int:
                         eval_split=args.eval_split, eval_steps=args.eval_steps,
                         eval_candidates=args.eval_candidates, max_memory=args.max_memory, evaluate=args.evaluate,
                         **({"mini_batch_size": args.mini_batch_size, "scale": args.scale}
-                           if args.kind == "bi-encoder" else {}))
+                           if args.kind == "bi-encoder" else {"loss": args.loss}))
     if args.kind == "bi-encoder":
         from beirx.train.bi_encoder import train_bi_encoder as train
     else:

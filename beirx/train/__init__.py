@@ -12,7 +12,8 @@ it. Modules, one job each:
 - :mod:`~beirx.train.trainer_progress`: loss in log lines when no progress bar is shown;
 - :mod:`~beirx.train.session`: what both trainers share (data, arguments, resume, save, card);
 - :mod:`~beirx.train.bi_encoder`: sentence-transformers training with MultipleNegativesRankingLoss;
-- :mod:`~beirx.train.cross_encoder`: CrossEncoder training with BinaryCrossEntropyLoss;
+- :mod:`~beirx.train.cross_encoder`: CrossEncoder training with BinaryCrossEntropyLoss or a listwise
+  softmax loss;
 - :mod:`~beirx.train.card`: the model card (README.md) recording data, parameters and versions;
 - :mod:`~beirx.train.genq`, :mod:`~beirx.train.genq_cache`, :mod:`~beirx.artifacts.generation`: synthetic
   queries (GenQ / doc2query) written as a BEIR training split, cached per document, with a manifest.

@@ -15,6 +15,7 @@ from typing import Any
 from beirx.errors import BeirxError
 
 HARD_NEGATIVES = ("none", "bm25")
+CROSS_ENCODER_LOSSES = ("bce", "listwise")  # beirx.train.cross_encoder
 
 
 @dataclass
@@ -47,6 +48,7 @@ class TrainOptions:
     scale: float | None = None    # bi-encoder: the loss's similarity scale, 1/temperature; None: the model family's
     max_memory: float | None = None  # GB the training may use at its peak (None: what is available at the start)
     evaluate: str | None = None   # after training, evaluate the base and the trained model on this split
+    loss: str | None = None       # cross-encoder: bce or listwise (CROSS_ENCODER_LOSSES); None: bce
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
@@ -65,6 +67,8 @@ class TrainOptions:
                              "(e.g. test)")
         if self.eval_steps is not None and self.eval_steps < 1:
             raise BeirxError(f"--eval-steps must be at least 1, got {self.eval_steps}")
+        if self.loss is not None and self.loss not in CROSS_ENCODER_LOSSES:
+            raise BeirxError(f"--loss must be one of {', '.join(CROSS_ENCODER_LOSSES)}, got {self.loss!r}")
         if self.max_memory is not None and not self.max_memory > 0:
             raise BeirxError(f"--max-memory must be more than 0 GB, got {self.max_memory}")
         if self.scale is not None and not self.scale > 0:
@@ -88,4 +92,6 @@ class TrainOptions:
             params.pop("mini_batch_size")  # dropout's random masks follow how the batch is split
         if self.scale is None:  # the cross-encoder has none; the bi-encoder records the scale it chose
             params.pop("scale")
+        if self.loss is None:  # the bi-encoder has one loss; the cross-encoder records the one it used
+            params.pop("loss")
         return params
