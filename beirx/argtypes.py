@@ -42,6 +42,8 @@ non_negative_float = checked(float, lambda v: v >= 0, "0 or more", "non_negative
 positive_float = checked(float, lambda v: v > 0, "more than 0", "positive_float")
 unit_float = checked(float, lambda v: 0 <= v <= 1, "between 0 and 1", "unit_float")
 """A number in [0, 1] (BM25's b)."""
+unit_weight = checked(float, lambda v: 0 < v <= 1, "more than 0 and at most 1", "unit_weight")
+"""A weight in (0, 1] (a reranker's share of an interpolated score)."""
 
 
 def option(owner: str, name: str, value, parse):

@@ -179,3 +179,40 @@ def test_cross_lingual_pair_takes_queries_from_one_version_and_corpus_from_the_o
                                        [{"_id": "zz", "text": "nic"}], {"test": []}), lang="pl")
     with pytest.raises(DataError, match="same IDs"):
         Stages(corpus_en, Pack(), "test", query_dataset=other_ids)
+
+
+def test_interpolation_weighs_min_max_scores_of_the_reranked_documents():
+    from beirx.evaluate.stages import interpolate
+
+    first = {"q": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}}
+    reranked = {"q": {"a": 0.0, "b": 10.0, "c": 5.0}}  # the top 3 of the first stage, rescored
+    run, description = interpolate(first, reranked, depth=3, weight=0.5)
+    # first stage min-max over a, b, c: 1, 0.5, 0.001 (the minimum floored, as fusion does); reranker: 0.001, 1,
+    # 0.5; halves summed; d was not reranked
+    assert run == {"q": {"a": 0.5005, "b": 0.75, "c": 0.2505}}
+    assert description["interpolation"]["reranker_weight"] == 0.5
+    assert description["interpolation"]["weights"] == [0.5, 0.5]
+
+
+def test_reranker_interpolated_with_its_first_stage(tiny_dataset, tmp_path, overlap_reranker):
+    ds = BeirDataset(tiny_dataset, name="tiny")
+    trec = tmp_path / "external.trec"
+    write_trec(trec, {"q1": {"d5": 3.0, "d1": 2.0, "d3": 1.0}, "q2": {"d4": 1.0, "d2": 0.0}})
+    alone = run_experiment(ds, Pack(), "test", RerankSpec(RunFileSpec(trec), "test-overlap", {"model": "m"}, 10),
+                           tmp_path / "o")
+    spec = RerankSpec(RunFileSpec(trec), "test-overlap", {"model": "m"}, 10, interpolation=0.25)
+    mixed = run_experiment(ds, Pack(), "test", spec, tmp_path / "o")
+    assert mixed.run_path != alone.run_path and mixed.run_path.name.endswith("-depth_10-interpolation_0.25.trec")
+    assert spec.label().endswith("(w 0.25)")
+    reranker, first = read_trec(alone.run_path), {"q1": {"d5": 3.0, "d1": 2.0, "d3": 1.0}}
+
+    def min_max(scores):
+        low, high = min(scores.values()), max(scores.values())
+        return {d: max((s - low) / (high - low), 0.001) if high > low else 1.0 for d, s in scores.items()}
+
+    r, f = min_max(reranker["q1"]), min_max(first["q1"])
+    expected = {d: 0.25 * r[d] + 0.75 * f[d] for d in f}
+    assert read_trec(mixed.run_path)["q1"] == pytest.approx(expected)
+    described = mixed.results.system.description["interpolation"]
+    assert described["reranker_weight"] == 0.25 and described["weights"] == [0.75, 0.25]
+    assert described["fusion"] == "linear" and described["normalization"] == "min_max"

@@ -106,7 +106,7 @@ split: dev
 systems:
   - {name: ext, run_file: runs/splade.trec}
   - {name: e5, retriever: dense, model: intfloat/multilingual-e5-small, query_prompt: ""}
-  - {name: ce, reranker: cross-encoder, first_stage: hyb, model: some/ce, depth: 50}
+  - {name: ce, reranker: cross-encoder, first_stage: hyb, model: some/ce, depth: 50, interpolation: 0.5}
   - {name: hyb, fusion: linear, inputs: [ext, e5], normalization: none, weights: [1, 0.5]}
 """, encoding="utf-8")
     grid = plan_from_config(config)
@@ -118,12 +118,15 @@ systems:
                                             name="e5")
     ce = grid.systems["ce"]
     assert isinstance(ce, RerankSpec) and ce.params == {"model": "some/ce"} and ce.depth == 50
+    assert ce.interpolation == 0.5
     assert ce.first_stage is grid.systems["hyb"] and ce.first_stage.weights == [1, 0.5]
 
 
 @pytest.mark.parametrize("systems, message", [
     ('[{name: a, fusion: rrf, inputs: [a, b]}, {name: b, retriever: bm25}]', "cycle: a -> a"),
     ('[{name: a, reranker: x, first_stage: nope}]', "refers to 'nope'"),
+    ('[{name: a, retriever: bm25}, {name: b, reranker: x, first_stage: a, interpolation: 1.5}]',
+     r"'interpolation' is the reranker's weight, a number in \(0, 1\], got 1.5"),
     ('[{name: a, retriever: bm25, fusion: rrf}]', "exactly one of"),
     ('[{retriever: bm25}]', "needs a 'name'"),
     ('[{name: a, retriever: bm25}, {name: a, retriever: dense}]', "two systems are named 'a'"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import non_negative_int, output_dir, positive_int
+from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_weight
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults, fusion
@@ -65,6 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model of each --reranker, in the same order (default: the language's)")
     rerank.add_argument("--rerank-depth", type=positive_int, default=defaults.RERANK_DEPTH,
                         help=f"first-stage documents reranked (default {defaults.RERANK_DEPTH})")
+    rerank.add_argument("--rerank-interpolation", type=unit_weight, default=None, metavar="W",
+                        help="final score = W x the reranker's + (1 - W) x the first stage's, both min-max normalised "
+                             "per query (default: the reranker's alone)")
     rerank.add_argument("--first-stage", default=None,
                         help="what the rerankers rerank: a TREC run file, or one of the first-stage systems "
                              "(bm25, dense, or a --fusion method); default: each of them")

@@ -57,7 +57,7 @@ from beirx.path_problems import link_problem
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
 _FUSION_KEYS = {"name", "fusion", "inputs", "normalization", "weights", "rrf_k"}
-_RERANK_KEYS = {"name", "reranker", "first_stage", "depth"}
+_RERANK_KEYS = {"name", "reranker", "first_stage", "depth", "interpolation"}
 GRID_DICT = "<grid dict>"
 """What errors name when :func:`plan_from_config` is given a dict instead of a file."""
 
@@ -223,7 +223,12 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
     if not first:
         raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
     params = {k: v for k, v in entry.items() if k not in _RERANK_KEYS}
-    return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name)
+    interpolation = entry.get("interpolation")
+    if interpolation is not None and not (isinstance(interpolation, (int, float)) and 0 < interpolation <= 1):
+        raise DataError(path, f"reranker system {name!r}: 'interpolation' is the reranker's weight, a number in "
+                              f"(0, 1], got {interpolation!r}")
+    return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name,
+                      interpolation=None if interpolation is None else float(interpolation))
 
 
 def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
@@ -323,7 +328,7 @@ def systems_from_args(args) -> dict[str, System]:
             if models:
                 params = {"model": models[i], **params}
             for base in bases:
-                spec = RerankSpec(base, name, params, args.rerank_depth)
+                spec = RerankSpec(base, name, params, args.rerank_depth, interpolation=args.rerank_interpolation)
                 systems[f"{spec.tag()}"] = spec
     return _named(systems, args.name)
 

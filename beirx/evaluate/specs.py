@@ -107,26 +107,32 @@ class FusionSpec:
 
 @dataclass
 class RerankSpec:
-    """A registered reranker rescoring the top ``depth`` documents of ``first_stage``."""
+    """A registered reranker rescoring the top ``depth`` documents of ``first_stage``; with ``interpolation``
+    (a weight in (0, 1]) the final score is ``w * reranker + (1 - w) * first stage``, both min-max normalised
+    per query over the reranked documents."""
 
     first_stage: "System"
     reranker: str
     params: dict[str, Any] = field(default_factory=dict)
     depth: int = defaults.RERANK_DEPTH
     name: str | None = None
+    interpolation: float | None = None
     kind = "rerank"
 
     def tag(self) -> str:
         if self.name:
             return safe_tag(self.name)
         parts = [self.first_stage.tag(), f"rerank_{self.reranker}"] + _param_tag(self.params) + [f"depth_{self.depth}"]
+        if self.interpolation is not None:
+            parts.append(f"interpolation_{self.interpolation:g}")
         return safe_tag("-".join(parts))
 
     def label(self) -> str:
         if self.name:
             return self.name
         model = self.params.get("model")
-        return f"{self.first_stage.label()} >> {self.reranker}" + (f" {_short(model)}" if model else "")
+        label = f"{self.first_stage.label()} >> {self.reranker}" + (f" {_short(model)}" if model else "")
+        return label + (f" (w {self.interpolation:g})" if self.interpolation is not None else "")
 
     def model(self, lang: str) -> str:
         """The reranker's model: given, else the language's default; an error when there is neither."""

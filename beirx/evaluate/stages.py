@@ -212,15 +212,30 @@ class Stages:
         with timer.section("rerank"):
             with DocStore.for_dataset(self.dataset) as corpus:  # documents read from disk by ID
                 run = reranker.rerank(self.queries, corpus, first.run, depth=spec.depth)
+        interpolation = {}
+        if spec.interpolation is not None:
+            with timer.section("interpolate"):
+                run, interpolation = interpolate(first.run, run, spec.depth, spec.interpolation)
         # a reranker's number depends on its candidates: which system, how deep, and exactly which run
         candidates = {"retriever": getattr(spec.first_stage, "retriever", spec.first_stage.kind),
                       "system": spec.first_stage.label(), "depth": spec.depth,
                       "top_k": self.top_k, "run_checksum": run_checksum(first.run)}
         description = {"reranker": reranker.describe(), "rerank_depth": spec.depth, "first_stage": first.description,
-                       "first_stage_run": candidates}
+                       "first_stage_run": candidates, **interpolation}
         timings = {f"first_stage.{name}": s for name, s in first.timings.items()}
         efficiency = Efficiency.of_rerank(timer.seconds["rerank"], len(self.queries), reranker.device_name)
         return Stage(run, description, {**timings, **timer.seconds}, efficiency)
+
+
+def interpolate(first: Run, reranked: Run, depth: int, weight: float) -> tuple[Run, dict]:
+    """The reranked documents scored ``weight * reranker + (1 - weight) * first stage``, both min-max normalised
+    per query (:mod:`~beirx.evaluate.fusion`'s weighted CombSUM). A neural score interpolated with BM25's
+    often ranks better than either alone (Wang, Zhuang & Zuccon, "BERT-based Dense Retrievers Require
+    Interpolation with BM25", ICTIR 2021), the more so for a reranker trained on little data."""
+    weights = [1.0 - weight, weight]
+    fused = fusion.fuse([truncate(first, depth), reranked], "linear", defaults.NORMALIZATION, weights)
+    return fused, {"interpolation": {"reranker_weight": weight,
+                                     **fusion.describe("linear", defaults.NORMALIZATION, weights, 2)}}
 
 
 def _memo_key(system: System, reuse_runs: bool) -> str:
