@@ -300,3 +300,28 @@ def test_listwise_with_llama_cpp_gemma(llama_server, scifact_slice, beirx_home):
     assert usage["malformed_windows"] <= usage["windows"]
     for qid in queries:
         assert set(run[qid]) == set(first[qid]) and sorted(run[qid].values()) == [float(i) for i in range(1, 11)]
+
+
+def test_pointwise_yes_no_with_llama_cpp_gemma(llama_server, scifact_slice, beirx_home):
+    """The label log-probabilities from a real llama.cpp server: log P(yes) and log P(yes) - log(P(yes) + P(no))
+    are log-probabilities (<= 0), and the normalised one is never below the raw one."""
+    from beirx.data.doc_store import DocStore
+    from beirx.evaluate.retrievers.bm25 import BM25Retriever
+    from beirx.language_packs import get_pack
+
+    queries, qrels = scifact_slice.queries_for_split("test")
+    queries = {q: queries[q] for q in sorted(qrels, key=int)[:1]}
+    bm25 = BM25Retriever(get_pack("en"), show_progress=False)
+    bm25.index(scifact_slice)
+    first = bm25.search(queries, k=3)
+    runs = {}
+    for score in ("yes", "yes-no"):
+        reranker = LLMPointwiseReranker(llama_server.model, base_url=llama_server.url, max_length=256, batch_size=1,
+                                        concurrency=1, score=score, show_progress=False, use_cache=False)
+        with DocStore.for_dataset(scifact_slice) as corpus:
+            runs[score] = reranker.rerank(queries, corpus, first, depth=3)
+        assert reranker.describe()["score"] == score
+    for qid in queries:
+        assert set(runs["yes"][qid]) == set(first[qid]) == set(runs["yes-no"][qid])
+        for did, raw in runs["yes"][qid].items():
+            assert raw <= 0 and raw <= runs["yes-no"][qid][did] <= 0
