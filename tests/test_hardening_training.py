@@ -114,6 +114,7 @@ def test_gradcache_mini_batches_change_memory_not_the_gradient(tiny, tiny_st, tm
     loss = read_front_matter(tmp_path / "one" / "README.md")["beirx"]["loss"]
     assert loss["gradcache"] == {"loss_class": "CachedMultipleNegativesRankingLoss", "mini_batch_size": 1}
     assert loss["name"] == "MultipleNegativesRankingLoss" and loss["max_seq_length_from"].startswith("data (99th")
+    assert "compare --max-seq-length 64 or 128" in (tmp_path / "one" / "README.md").read_text()
     judged = {q for q, _, _ in TINY_QRELS["test"]} | {d for _, d, _ in TINY_QRELS["test"]}
     texts = [q["text"] for q in TINY_QUERIES if q["_id"] in judged] + \
         [f"{d['title']} {d['text']}".strip() for d in TINY_CORPUS if d["_id"] in judged]
