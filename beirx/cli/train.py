@@ -11,7 +11,7 @@ import json
 
 from beirx.argtypes import output_dir, positive_float, positive_int
 from beirx.cli import show_progress
-from beirx.train.options import CROSS_ENCODER_LOSSES
+from beirx.train.options import CROSS_ENCODER_LOSSES, DEFAULT_CROSS_ENCODER_LOSS
 
 KINDS = {"bi-encoder": "dense retriever (sentence-transformers, MultipleNegativesRankingLoss with GradCache)",
          "cross-encoder": "reranker (CrossEncoder, binary or listwise loss on mined negatives)"}
@@ -39,10 +39,11 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
         parser.add_argument("--scale", type=positive_float, default=None,
                             help="similarity scale of the loss, 1/temperature (default 20)")
     if kind == "cross-encoder":
-        parser.add_argument("--loss", choices=CROSS_ENCODER_LOSSES, default="bce",
+        parser.add_argument("--loss", choices=CROSS_ENCODER_LOSSES, default=None,
                             help="bce: binary cross-entropy on each pair, positives weighted by negatives/positives; "
                                  "listwise: softmax cross-entropy of each positive against its query's BM25 "
-                                 "negatives and one other query's document from the batch (default bce)")
+                                 "negatives and one other query's document from the batch "
+                                 f"(default {DEFAULT_CROSS_ENCODER_LOSS})")
     parser.add_argument("--max-memory", type=positive_float, default=None, metavar="GB",
                         help="peak memory the training may use; it stops before the first step, naming options "
                              "that fit, when the estimate is larger (default: the memory available at the start)")

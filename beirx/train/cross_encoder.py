@@ -38,7 +38,7 @@ from typing import Any
 from beirx.errors import BeirxError
 from beirx.train import memory, session
 from beirx.train.bi_encoder import columns as rows  # the listwise rows: query, passage, negative_1..N
-from beirx.train.options import TrainOptions
+from beirx.train.options import DEFAULT_CROSS_ENCODER_LOSS, TrainOptions
 from beirx.train.validation import cross_encoder_evaluator
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    opts = dataclasses.replace(opts, loss=opts.loss or "bce")
+    opts = dataclasses.replace(opts, loss=opts.loss or DEFAULT_CROSS_ENCODER_LOSS)
     data, base, device = session.prepare(opts, show_progress)
     torch.manual_seed(opts.seed)  # a new classification head starts from the same weights on every run
     head = head_for(Path(base.folder))

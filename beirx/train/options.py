@@ -16,6 +16,7 @@ from beirx.errors import BeirxError
 
 HARD_NEGATIVES = ("none", "bm25")
 CROSS_ENCODER_LOSSES = ("bce", "listwise")  # beirx.train.cross_encoder
+DEFAULT_CROSS_ENCODER_LOSS = "bce"
 
 
 @dataclass
@@ -48,7 +49,7 @@ class TrainOptions:
     scale: float | None = None    # bi-encoder: the loss's similarity scale, 1/temperature; None: the model family's
     max_memory: float | None = None  # GB the training may use at its peak (None: what is available at the start)
     evaluate: str | None = None   # after training, evaluate the base and the trained model on this split
-    loss: str | None = None       # cross-encoder: bce or listwise (CROSS_ENCODER_LOSSES); None: bce
+    loss: str | None = None       # cross-encoder: CROSS_ENCODER_LOSSES; None: DEFAULT_CROSS_ENCODER_LOSS
 
     def __post_init__(self) -> None:
         self.output = Path(self.output)
