@@ -21,7 +21,7 @@ Liang et al. 2022, HELM, and Zhuang et al. 2023, "Beyond Yes and No").
 
 from __future__ import annotations
 
-import math
+import numpy as np
 from collections.abc import Callable
 from typing import Any
 
@@ -89,13 +89,9 @@ class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
             for batch in length_batches([len(r.text) for r in requests], self.batch_size, self.sort_by_length):
                 for i, label in zip(batch, self.llm.label_logprobs([requests[i] for i in batch], self.labels)):
                     yes = label["yes"]
-                    scores[i] = yes - _logaddexp(yes, label["no"]) if "no" in label else yes
+                    scores[i] = yes - float(np.logaddexp(yes, label["no"])) if "no" in label else yes
                 progress(len(batch))
         finally:
             self.llm.close()  # no loop thread or connection outlives the call (the next one starts them again)
         return scores
 
-
-def _logaddexp(a: float, b: float) -> float:
-    """``log(exp(a) + exp(b))`` without overflow."""
-    return max(a, b) + math.log1p(math.exp(-abs(a - b)))

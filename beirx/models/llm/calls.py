@@ -3,7 +3,7 @@ client, a line of an OpenAI Batch file, or a prompt generated in process by :mod
 
 from __future__ import annotations
 
-import math
+import numpy as np
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,8 +95,7 @@ class Reply:
         for name, words in labels.items():
             found = [p for token, p in self.top_logprobs or () if token.strip() in words]
             if found:
-                top = max(found)
-                out[name] = top + math.log(sum(math.exp(p - top) for p in found))  # log-sum-exp, stable
+                out[name] = float(np.logaddexp.reduce(found))
         return out
 
 
