@@ -10,6 +10,7 @@ recomputes only new pairs.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 from abc import ABC, abstractmethod
@@ -30,31 +31,37 @@ Pair = tuple[Query, Doc]
 
 class Reranker(ABC):
     """Reorders each query's candidates (:meth:`rerank`), never adds any. Subclasses implement
-    :meth:`describe`, :meth:`rerank` and :meth:`score`."""
+    :meth:`describe` and :meth:`score_lists`."""
 
     name: ClassVar[str]
     #: :meth:`describe` keys that do not change a score, so they stay out of the cache identity.
     not_score_defining: ClassVar[tuple[str, ...]] = ("batch_size", "sort_by_length", "device")
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Add this reranker's own ``beirx eval`` flags to ``group`` (the model, depth and device are common)."""
-
+    #: This reranker's own ``beirx eval`` flags (the model, depth and device are common): constructor parameter ->
+    #: (flag, type or a tuple of choices, help). They default to None; the help quotes the constructor's default,
+    #: the one place a reranker's defaults are written.
+    FLAGS: ClassVar[dict[str, tuple[str, Any, str]]] = {}
     #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
     shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
 
     @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """Constructor parameters from parsed flags (device included); defaults left out."""
-        return {"device": args.device} if getattr(args, "device", None) else {}
+    def add_arguments(cls, group) -> None:
+        """Add :attr:`FLAGS` to ``group``."""
+        for param, (flag, kind, text) in cls.FLAGS.items():
+            default = inspect.signature(cls.__init__).parameters[param].default
+            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
+            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
+                               + (f" (default {default})" if default is not None else ""))
 
     @classmethod
-    def default(cls, param: str) -> Any:
-        """The constructor's default of ``param``: the one place a reranker's defaults are written (its flags
-        default to None and their help quotes this)."""
-        import inspect
-
-        return inspect.signature(cls.__init__).parameters[param].default
+    def params_from_args(cls, args) -> dict[str, Any]:
+        """Constructor parameters from parsed flags (device and :attr:`FLAGS`); defaults left out."""
+        params = {"device": args.device} if getattr(args, "device", None) else {}
+        for param, (flag, _, _) in cls.FLAGS.items():
+            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != inspect.signature(cls.__init__).parameters[param].default:
+                params[param] = value
+        return params
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:
@@ -79,10 +86,13 @@ class Reranker(ABC):
         """Model, revision and scoring parameters, for results files and cache keys."""
 
     @abstractmethod
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
+        """One relevance score per document of each query's list, in the list's order."""
+
     def score(self, query: Query, docs: list[Doc]) -> list[float]:
         """One relevance score per document, in the given order."""
+        return self.score_lists({query.id: query}, {query.id: docs})[query.id]
 
-    @abstractmethod
     def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
                depth: int = RERANK_DEPTH) -> Run:
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
@@ -92,6 +102,9 @@ class Reranker(ABC):
         ``corpus`` is any mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading
         documents from disk.
         """
+        candidates = self.candidates(queries, corpus, first_stage, depth)
+        scores = self.score_lists(queries, {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()})
+        return {qid: dict(zip(dids, scores[qid])) for qid, dids in candidates.items()}
 
     @staticmethod
     def candidates(queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
@@ -139,15 +152,9 @@ class PairwiseReranker(Reranker):
     def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
         """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
 
-    def score(self, query: Query, docs: list[Doc]) -> list[float]:
-        return self._scores([(query, doc) for doc in docs])
-
-    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-               depth: int = RERANK_DEPTH) -> Run:
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
-        scores = iter(self._scores(pairs))
-        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
+        scores = iter(self._scores([(queries[qid], doc) for qid, docs in lists.items() for doc in docs]))
+        return {qid: [next(scores) for _ in docs] for qid, docs in lists.items()}
 
     # -- scoring with cache ----------------------------------------------------------------------
     def _scores(self, pairs: list[Pair]) -> list[float]:

@@ -29,17 +29,6 @@ class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
     shared_flags = (add_llm_arguments,)
-    #: ``beirx eval`` flags of the subclass: constructor parameter -> (flag, type or choices, help); defaults are the
-    #: constructor's (:meth:`Reranker.default`).
-    FLAGS: dict[str, tuple[str, Any, str]] = {}
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        for param, (flag, kind, text) in cls.FLAGS.items():
-            default = cls.default(param)
-            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}  # a tuple: the choices
-            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
-                               + (f" (default {default})" if default is not None else ""))
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -47,10 +36,6 @@ class LLMReranker:
         for param, flag in (("prompt_file", "llm_prompt_file"), ("base_url", "llm_base_url")):
             if getattr(args, flag, None):
                 params[param] = str(getattr(args, flag))
-        for param, (flag, _, _) in cls.FLAGS.items():
-            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
-            if value is not None and value != cls.default(param):
-                params[param] = value
         return params
 
     def connect(self, model: str, llm: LLM | None, **options: Any) -> LLM:

@@ -26,18 +26,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from beirx.argtypes import non_negative_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
-from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.rerankers.base import Reranker
 from beirx.evaluate.rerankers.llm_common import LLMReranker, load_prompts
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
-from beirx.evaluate.runs import Run
 from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
 from beirx.progress import progress
@@ -126,26 +123,16 @@ class LLMListwiseReranker(LLMReranker, Reranker):
         return " ".join(words[:self.passage_words])
 
     # -- ranking -------------------------------------------------------------------------------
-    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-               depth: int = RERANK_DEPTH) -> Run:
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        lists = {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()}
-        return self._rank_lists(queries, lists)
-
-    def score(self, query: Query, docs: list[Doc]) -> list[float]:
-        ranked = self._rank_lists({query.id: query}, {query.id: docs})[query.id]
-        return [ranked[d.id] for d in docs]
-
-    def _rank_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> Run:
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
         """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
         cache = self._open_cache()
         keys = {qid: _list_keys(queries[qid], docs) for qid, docs in lists.items()}
-        run: Run = {}
+        run: dict[str, list[float]] = {}
         todo = []
         for qid, docs in lists.items():
             known = cache.get(keys[qid]) if cache is not None and docs else {}
             if len(known) == len(docs):
-                run[qid] = {d.id: known[k] for d, k in zip(docs, keys[qid])}
+                run[qid] = [known[k] for k in keys[qid]]
             else:
                 todo.append(qid)
         stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
@@ -159,17 +146,15 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                     waited += self._run_windows(chunk, stats)
                     scores = {}
                     for ranking in chunk:
-                        n = len(ranking.docs)
-                        by_position = {p: float(n - rank) for rank, p in enumerate(ranking.order)}
-                        qid = ranking.query.id
-                        run[qid] = {d.id: by_position[i] for i, d in enumerate(ranking.docs)}
-                        scores.update({k: by_position[i] for i, k in enumerate(keys[qid])})
+                        n, qid = len(ranking.docs), ranking.query.id
+                        run[qid] = [float(n - ranking.order.index(i)) for i in range(n)]  # n - its rank
+                        scores.update(zip(keys[qid], run[qid]))
                         bar.update(n)
                     if cache is not None:
                         cache.put(scores)  # one transaction per chunk: a killed run keeps finished chunks
         finally:
             self.llm.close()
-        self.last_usage = {**stats.as_dict(), **meter.snapshot(), "llm_seconds": round(waited, 3),
+        self.last_usage = {**asdict(stats), **meter.snapshot(), "llm_seconds": round(waited, 3),
                            "queries_ranked": len(todo), "queries_from_cache": len(lists) - len(todo)}
         if todo:
             log.info("%s: %d windows for %d queries, %d malformed (%d missing, %d repeated, %d unknown IDs), "
