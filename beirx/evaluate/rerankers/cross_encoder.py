@@ -116,19 +116,16 @@ def _head(encoder) -> str | None:
     ``scores`` logit with no activation) or None (anything else)."""
     kinds = [type(m).__name__ for m in encoder]
     if kinds == ["Transformer"] and type(encoder.model).__name__.endswith("ForSequenceClassification"):
-        return "classifier" if _saved_with_a_head(encoder) else None
+        # Only a checkpoint saved so: sentence-transformers also loads a plain encoder (a bi-encoder folder) this
+        # way, giving it a new, random head that would rank by noise.
+        saved = encoder.model.config.architectures or []
+        return "classifier" if any(a.endswith("ForSequenceClassification") for a in saved) else None
     if kinds == ["Transformer", "Pooling", "Dense"]:
         pooling, dense = encoder[1], encoder[2]
         if (pooling.pooling_mode == "mean" and dense.out_features == 1 and dense.module_output_name == "scores"
                 and type(dense.activation_function).__name__ == "Identity"):
             return "mean"
     return None
-
-
-def _saved_with_a_head(encoder) -> bool:
-    """Whether the checkpoint was saved as a sequence-classification model: sentence-transformers also loads a
-    plain encoder (a bi-encoder folder) that way, giving it a new, random head that would rank by noise."""
-    return any(a.endswith("ForSequenceClassification") for a in encoder.model.config.architectures or [])
 
 
 def _load(st, path, device, dtype):

@@ -8,11 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, PromptFile, backend_for, connect
-
-
-def load_prompts(override: Path | str | None = None) -> PromptFile:
-    return PromptFile.load(__package__, "llm_prompts.toml", override)
 
 
 def add_llm_arguments(group) -> None:
@@ -38,9 +35,12 @@ class LLMReranker:
                 params[param] = str(getattr(args, flag))
         return params
 
-    def connect(self, model: str, llm: LLM | None, **options: Any) -> LLM:
-        """``llm`` when given, else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
-        return llm if llm is not None else connect(model, what=self.name, **options)
+    def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, **options: Any) -> None:
+        """The prompts (``prompt_file`` over the packaged ones), the corpus language, and the LLM: ``llm`` when given,
+        else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
+        self.prompts = PromptFile.load(__package__, "llm_prompts.toml", prompt_file)
+        self.language = get_pack(self.lang)
+        self.llm = llm if llm is not None else connect(model, what=self.name, **options)
 
     @property
     def device(self) -> str | None:

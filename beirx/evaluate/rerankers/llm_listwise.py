@@ -33,9 +33,8 @@ from beirx.argtypes import non_negative_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Reranker
-from beirx.evaluate.rerankers.llm_common import LLMReranker, load_prompts
+from beirx.evaluate.rerankers.llm_common import LLMReranker
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
-from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
 from beirx.progress import progress
 
@@ -93,10 +92,8 @@ class LLMListwiseReranker(LLMReranker, Reranker):
         self.max_tokens = int(max_tokens or 8 * self.window + 16)  # "[12] > " is about 5 tokens
         self.prices, self.max_cost = Prices(float(price_input), float(price_output)), max_cost
         self.chunk_queries = int(chunk_queries)
-        self.prompts = load_prompts(prompt_file)
-        self.language = get_pack(lang)
-        self.llm = self.connect(model, llm, backend=backend, base_url=base_url, concurrency=concurrency,
-                                timeout=timeout, device=device, batch_size=batch_size, revision=revision)
+        self._connect(model, llm, prompt_file, backend=backend, base_url=base_url, concurrency=concurrency,
+                      timeout=timeout, device=device, batch_size=batch_size, revision=revision)
         if self.llm.backend == "transformers":
             self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None
