@@ -10,6 +10,7 @@ recomputes only new pairs.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
@@ -79,7 +80,6 @@ class Reranker(ABC):
         self.lang = lang
         self.show_progress = show_progress
         self.use_cache = use_cache
-        self._cache = None
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -98,18 +98,10 @@ class Reranker(ABC):
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
 
         Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
-        are the first stage's own (:meth:`candidates`), so reranking can only reorder a query's candidates.
+        are the first stage's own (all must be in ``corpus``), so reranking can only reorder a query's candidates.
         ``corpus`` is any mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading
         documents from disk.
         """
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        scores = self.score_lists(queries, {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()})
-        return {qid: dict(zip(dids, scores[qid])) for qid, dids in candidates.items()}
-
-    @staticmethod
-    def candidates(queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-                   depth: int) -> dict[str, list[str]]:
-        """Each query's top ``depth`` first-stage document IDs in evaluation order (all must be in ``corpus``)."""
         if depth < 1:
             raise BeirxError(f"rerank depth must be at least 1, got {depth}")
         candidates: dict[str, list[str]] = {}
@@ -120,20 +112,19 @@ class Reranker(ABC):
                 raise BeirxError(f"the first-stage run ranks document {missing[0]!r} for query {qid!r}, but the "
                                  f"corpus has no such document ({len(missing)} missing for this query): was the "
                                  "run made on another dataset?")
-        return candidates
+        scores = self.score_lists(queries, {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()})
+        return {qid: dict(zip(dids, scores[qid])) for qid, dids in candidates.items()}
 
     def cache_identity(self) -> dict[str, Any]:
         """:meth:`describe` without the settings that cannot change a score (batch size, device...)."""
         return {k: v for k, v in self.describe().items() if k not in self.not_score_defining}
 
-    def _open_cache(self):
-        if not self.use_cache:
-            return None
-        if self._cache is None:
-            from beirx.evaluate.rerankers.score_cache import PairScoreCache
+    @functools.cached_property
+    def _cache(self):
+        """The score cache of this configuration, opened on first use (None without ``use_cache``)."""
+        from beirx.evaluate.rerankers.score_cache import PairScoreCache
 
-            self._cache = PairScoreCache.for_reranker(self.name, self.cache_identity())
-        return self._cache
+        return PairScoreCache.for_reranker(self.name, self.cache_identity()) if self.use_cache else None
 
 
 class PairwiseReranker(Reranker):
@@ -162,7 +153,7 @@ class PairwiseReranker(Reranker):
 
         keys = [pair_key(query, doc) for query, doc in pairs]
         unique = dict(zip(keys, pairs))
-        cache = self._open_cache()
+        cache = self._cache
         known = cache.get(list(unique)) if cache is not None else {}
         # Grouped by document so that a document's pairs share a chunk (ColBERT encodes it once).
         todo = sorted((k for k in unique if k not in known), key=lambda k: (unique[k][1].id, unique[k][0].id))

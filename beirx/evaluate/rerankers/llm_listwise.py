@@ -122,7 +122,7 @@ class LLMListwiseReranker(LLMReranker, Reranker):
     # -- ranking -------------------------------------------------------------------------------
     def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
         """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
-        cache = self._open_cache()
+        cache = self._cache
         keys = {qid: _list_keys(queries[qid], docs) for qid, docs in lists.items()}
         run: dict[str, list[float]] = {}
         todo = []
