@@ -134,14 +134,10 @@ class PairwiseReranker(Reranker):
     chunk_size: ClassVar[int] = 2048
     """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
 
-    def __init__(self, *, lang: str = "en", show_progress: bool = True, use_cache: bool = True):
-        super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
-        self.truncated: Counter[str] = Counter()
-        """Subclasses count truncations here (e.g. ``truncated["documents"] += 1``); logged after each call."""
-
     @abstractmethod
     def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
-        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
+        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs, and count
+        truncations in ``self.truncated`` (``self.truncated["document"] += 1``: logged after the call)."""
 
     def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
         scores = iter(self._scores([(queries[qid], doc) for qid, docs in lists.items() for doc in docs]))
@@ -154,12 +150,12 @@ class PairwiseReranker(Reranker):
         keys = [pair_key(query, doc) for query, doc in pairs]
         unique = dict(zip(keys, pairs))
         cache = self._cache
-        known = cache.get(list(unique)) if cache is not None else {}
+        known = cache.get_many(unique) if cache is not None else {}
         # Grouped by document so that a document's pairs share a chunk (ColBERT encodes it once).
         todo = sorted((k for k in unique if k not in known), key=lambda k: (unique[k][1].id, unique[k][0].id))
         if not todo:
             return [known[k] for k in keys]
-        self.truncated.clear()
+        self.truncated: Counter[str] = Counter()
         with progress(total=len(todo), desc=f"rerank {self.name}", unit="pair", enabled=self.show_progress) as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start:start + self.chunk_size]
@@ -172,7 +168,7 @@ class PairwiseReranker(Reranker):
                                      "rerun with dtype='float32'")
                 chunk_scores = dict(zip(chunk, scores))
                 if cache is not None:
-                    cache.put(chunk_scores)
+                    cache.put_many(chunk_scores)
                 known.update(chunk_scores)
         for what, count in sorted(self.truncated.items()):
             log.info("%s: %d of %d pairs had the %s truncated to fit the model's maximum length",

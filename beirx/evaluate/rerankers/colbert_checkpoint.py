@@ -164,10 +164,8 @@ def _json(path: Path) -> Any:
 
 
 def _weights_file(folder: Path) -> Path | None:
-    for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return next((folder / name for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+                 if (folder / name).is_file()), None)
 
 
 def _tensor_names(weights: Path) -> set[str]:
@@ -182,26 +180,21 @@ def _tensor_names(weights: Path) -> set[str]:
 
 
 def _load_tensors(weights: Path, names: list[str]) -> dict[str, Any]:
+    """``names`` from a safetensors file, a sharded index or a torch pickle (all of them, or a BeirxError)."""
+    have = _tensor_names(weights)
+    lost = [n for n in names if n not in have]
+    if lost:
+        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
     if weights.name.endswith(".index.json"):
-        shards = _json(weights).get("weight_map", {})
-        _missing(weights, names, shards)
+        shards = _json(weights)["weight_map"]
         return {n: _load_tensors(weights.parent / shards[n], [n])[n] for n in names}
     if weights.suffix == ".safetensors":
         from safetensors import safe_open
 
         with safe_open(str(weights), framework="pt") as fh:
-            have = set(fh.keys())
-            _missing(weights, names, have)
             return {n: fh.get_tensor(n) for n in names}
     state = _torch_load(weights)
-    _missing(weights, names, state)
     return {n: state[n] for n in names}
-
-
-def _missing(weights: Path, names: list[str], have) -> None:
-    lost = [n for n in names if n not in have]
-    if lost:
-        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
 
 
 def _torch_load(weights: Path) -> dict[str, Any]:

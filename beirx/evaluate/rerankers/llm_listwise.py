@@ -43,13 +43,11 @@ log = logging.getLogger(__name__)
 
 def windows(size: int, window: int, step: int) -> list[tuple[int, int]]:
     """RankGPT's windows ``[start, end)`` over ``size`` candidates, bottom first."""
-    spans, end = [], size
-    while end > 0:
-        start = max(0, end - window)
-        spans.append((start, end))
-        if start == 0:
+    spans = []
+    for end in range(size, 0, -step):
+        spans.append((max(0, end - window), end))
+        if end <= window:  # this window reaches the top
             break
-        end -= step
     return spans
 
 
@@ -107,17 +105,14 @@ class LLMListwiseReranker(LLMReranker, Reranker):
     # -- prompts -------------------------------------------------------------------------------
     def request(self, query: Query, docs: list[Doc]) -> Request:
         """The chat request ranking ``docs`` (one window) for ``query``."""
-        passages = "\n".join(self.prompts.fill("listwise", "passage", id=i + 1, text=self._passage(d))
+        passages = "\n".join(self.prompts.fill("listwise", "passage", id=i + 1,
+                                                text=" ".join(d.joined().split()[:self.passage_words]))
                              for i, d in enumerate(docs))
         user = self.prompts.fill("listwise", "user", query=query.text, num=len(docs), passages=passages,
                                  language=self.language.name)
         messages = [{"role": "system", "content": self.prompts.get("listwise", "system")},
                     {"role": "user", "content": user}]
         return Request.chat(messages, max_tokens=self.max_tokens)
-
-    def _passage(self, doc: Doc) -> str:
-        words = doc.joined().split()
-        return " ".join(words[:self.passage_words])
 
     # -- ranking -------------------------------------------------------------------------------
     def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
@@ -127,7 +122,7 @@ class LLMListwiseReranker(LLMReranker, Reranker):
         run: dict[str, list[float]] = {}
         todo = []
         for qid, docs in lists.items():
-            known = cache.get(keys[qid]) if cache is not None and docs else {}
+            known = cache.get_many(keys[qid]) if cache is not None and docs else {}
             if len(known) == len(docs):
                 run[qid] = [known[k] for k in keys[qid]]
             else:
@@ -148,7 +143,7 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                         scores.update(zip(keys[qid], run[qid]))
                         bar.update(n)
                     if cache is not None:
-                        cache.put(scores)  # one transaction per chunk: a killed run keeps finished chunks
+                        cache.put_many(scores)  # one transaction per chunk: a killed run keeps finished chunks
         finally:
             self.llm.close()
         self.last_usage = {**asdict(stats), **meter.snapshot(), "llm_seconds": round(waited, 3),
