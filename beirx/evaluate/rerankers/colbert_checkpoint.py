@@ -38,8 +38,7 @@ PYLATE_DEFAULTS = {"query_prefix": "[Q] ", "document_prefix": "[D] ", "query_len
                    "do_query_expansion": True, "attend_to_expansion_tokens": False}
 IDENTITY = "torch.nn.modules.linear.Identity"  # a projection without activation
 DEFAULT_DOC_MAXLEN = 180  # BEIR-PL's ColBERT setting (and PyLate's default)
-_PYLATE_KEYS = ("query_prefix", "document_prefix", "query_length", "document_length", "do_query_expansion",
-                "attend_to_expansion_tokens", "skiplist_words")
+_PYLATE_KEYS = (*PYLATE_DEFAULTS, "skiplist_words")
 
 
 @dataclass

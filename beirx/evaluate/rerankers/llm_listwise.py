@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from beirx.argtypes import non_negative_float, positive_int
@@ -58,10 +58,7 @@ class _Ranking:
     query: Query
     docs: list[Doc]
     spans: list[tuple[int, int]]
-    order: list[int] = field(default_factory=list)  # positions into ``docs``, best first
-
-    def __post_init__(self):
-        self.order = list(range(len(self.docs)))
+    order: list[int]  # positions into ``docs``, best first
 
 
 class LLMListwiseReranker(LLMReranker, Reranker):
@@ -133,8 +130,8 @@ class LLMListwiseReranker(LLMReranker, Reranker):
             with progress(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
                           enabled=self.show_progress) as bar:
                 for start in range(0, len(todo), self.chunk_queries):
-                    chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step))
-                             for q in todo[start:start + self.chunk_queries]]
+                    chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step),
+                                      list(range(len(lists[q])))) for q in todo[start:start + self.chunk_queries]]
                     waited += self._run_windows(chunk, stats)
                     scores = {}
                     for ranking in chunk:

@@ -68,16 +68,14 @@ class MonoT5Reranker(PairwiseReranker):
                                                                       self.dtype))
         self._decoder_start = self.model.config.decoder_start_token_id
 
-        if true_token is None or false_token is None:
-            from beirx.models.relevance_tokens import relevance_tokens
+        from beirx.models.relevance_tokens import relevance_tokens
 
-            default_true, default_false = relevance_tokens(model, lang)
-            true_token = default_true if true_token is None else true_token
-            false_token = default_false if false_token is None else false_token
-        self.true_token, self.false_token = true_token, false_token
-        self.true_id, self.false_id = self._token_id(true_token), self._token_id(false_token)
+        default_true, default_false = relevance_tokens(model, lang)
+        self.true_token = default_true if true_token is None else true_token
+        self.false_token = default_false if false_token is None else false_token
+        self.true_id, self.false_id = self._token_id(self.true_token), self._token_id(self.false_token)
         if self.true_id == self.false_id:
-            raise BeirxError(f"true token {true_token!r} and false token {false_token!r} map to the same id "
+            raise BeirxError(f"true token {self.true_token!r} and false token {self.false_token!r} map to the same id "
                              f"{self.true_id} in {self.files.folder}")
 
     def describe(self) -> dict[str, Any]:
