@@ -25,7 +25,7 @@ import socket
 from pathlib import Path
 
 from beirx.errors import BeirxError, require
-from beirx.review.security import CSP, SID, Review
+from beirx.review.security import CSP, SID, Refused, Review
 from beirx.review.store import ReviewStore
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ def create_app(store: ReviewStore, token: str | None = None, languages: tuple[st
     app = fastapi.FastAPI(title="beirx review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.review = Review(store, token, languages, host, port, templates)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.add_exception_handler(Refused, lambda request, refused: refused.args[0])
     app.middleware("http")(guard)
     app.include_router(router)
     return app

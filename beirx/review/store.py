@@ -164,10 +164,6 @@ class ReviewStore(Database):
     def size(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
 
-    def secret(self) -> bytes:
-        """The key that signs this review's cookies and form tokens (random, made with the sample)."""
-        return bytes.fromhex(self.meta()["secret"])
-
     # -- ratings --------------------------------------------------------------------------------------------
     def save_rating(self, position: int, annotator: str, adequacy: int, fluency: int, errors: dict[str, str],
                     correction: dict[str, str] | None) -> None:
