@@ -1,10 +1,6 @@
-"""The review app's pages and form posts (:func:`beirx.review.app.create_app` mounts them).
-
-Each route is a function of its request and explicit dependencies: the app's :class:`~beirx.review.security.Review`
-(store, settings, security checks) and the signed-in annotator. Every request has passed
-:func:`beirx.review.app.guard` before it gets here. Synchronous routes run in FastAPI's worker threads; the
-asynchronous ones (form posts) read the bounded body on the event loop and touch the database only in a
-worker thread.
+"""The review app's pages and form posts (mounted by :func:`beirx.review.app.create_app`, whose docstring says what
+every route depends on and what every request has passed before it gets here). Synchronous routes run in FastAPI's
+worker threads; form posts read their bounded body on the event loop and touch the database only in a worker thread.
 """
 
 # No "from __future__ import annotations": FastAPI injects the request and the dependencies by the routes'
