@@ -115,22 +115,20 @@ class ReviewStore(Database):
 
     @property
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use by :func:`beirx.sqlite_store.connect` with ``synchronous =
+        FULL``; read-only where the folder cannot be written (SQLite reads ratings a killed server left in the -wal
+        file)."""
         if getattr(self._local, "conn", None) is None:
-            self._local.conn = self._open()
+            if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
+                raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review "
+                                 "cannot be started there; copy the dataset to a writable place and review the copy")
+            self._local.conn = connect(self.path, "review database", timeout=BUSY_TIMEOUT_S, synchronous="FULL",
+                                       threads=True, read_only=self.read_only,
+                                       if_damaged="it holds submitted ratings, so beirx leaves it as it is: restore "
+                                                  "it from a backup")
+            if not self.read_only:
+                self._local.conn.execute("PRAGMA foreign_keys = ON")
         return self._local.conn
-
-    def _open(self) -> sqlite3.Connection:
-        """Opened by :func:`beirx.sqlite_store.connect` with ``synchronous = FULL``; read-only where the folder
-        cannot be written (SQLite reads ratings a killed server left in the -wal file)."""
-        if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
-            raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review cannot be "
-                             "started there; copy the dataset to a writable place and review the copy")
-        conn = connect(self.path, "review database", timeout=BUSY_TIMEOUT_S, synchronous="FULL", threads=True,
-                       read_only=self.read_only, if_damaged="it holds submitted ratings, so beirx leaves it as it is: "
-                                                            "restore it from a backup")
-        if not self.read_only:
-            conn.execute("PRAGMA foreign_keys = ON")
-        return conn
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
