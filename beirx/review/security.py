@@ -71,9 +71,7 @@ def host_names(host: str) -> tuple[str, ...] | None:
 def valid_name(name: str) -> str | None:
     """A trimmed annotator name, or None when empty, too long or holding control characters."""
     name = " ".join(name.split())
-    if not name or len(name) > MAX_NAME or not name.isprintable():
-        return None
-    return name
+    return name if name and len(name) <= MAX_NAME and name.isprintable() else None
 
 
 class Review:
