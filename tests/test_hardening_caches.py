@@ -174,7 +174,7 @@ def test_damaged_run_cache_is_not_used(caplog, damage):
 # -- SQLite caches: reranker scores and the translation memory ----------------------------------------
 def _fill_scores(path):
     cache = PairScoreCache(path, {"model": "m"})
-    cache.put({i.to_bytes(16, 'big'): float(i) for i in range(2000)})
+    cache.put_many({i.to_bytes(16, 'big'): float(i) for i in range(2000)})
     cache.close()
 
 
@@ -187,9 +187,9 @@ def test_damaged_score_cache_is_set_aside_and_restarted(tmp_path, caplog, damage
     with caplog.at_level(logging.WARNING):
         cache = PairScoreCache(path, {"model": "m"})
     assert _damaged(caplog, "reranker score cache")
-    assert len(cache) == 0 and cache.get([b"\x01" * 16]) == {}
-    cache.put({b"\x01" * 16: 0.5})
-    assert cache.get([b"\x01" * 16]) == {b"\x01" * 16: 0.5}
+    assert len(cache) == 0 and cache.get_many([b"\x01" * 16]) == {}
+    cache.put_many({b"\x01" * 16: 0.5})
+    assert cache.get_many([b"\x01" * 16]) == {b"\x01" * 16: 0.5}
     assert list(path.parent.glob("ce-x.sqlite.damaged-*"))  # kept for inspection, never read again
 
 

@@ -7,8 +7,9 @@ unrated item, ``←``/``→`` previous/next, ``c`` edit the correction (``Esc`` 
 A bar shows the annotator's progress. Every submission is committed before the next page is sent.
 
 The app is :func:`create_app`: the routes (:mod:`beirx.review.routes`) get a :class:`~beirx.review.security.Review`
-(the store, the review's settings and its security checks, :mod:`beirx.review.security`) as a dependency, and
-every request passes :func:`guard` first.
+(the store, the review's settings and its security checks, :mod:`beirx.review.security`) and the signed-in
+annotator as dependencies, every request passes :func:`guard` first, and a check that refuses a request raises
+:class:`~beirx.review.security.Refused` with the page to send instead.
 
 ``beirx review`` binds the port (:func:`listen`) before it writes or prints anything, so a port in use is a clear
 error (exit 2) instead of a link to a server that never started; uvicorn then serves on that very socket
@@ -25,7 +26,7 @@ import socket
 from pathlib import Path
 
 from beirx.errors import BeirxError, require
-from beirx.review.security import CSP, SID, Review
+from beirx.review.security import CSP, SID, Refused, Review
 from beirx.review.store import ReviewStore
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def create_app(store: ReviewStore, token: str | None = None, languages: tuple[st
     app = fastapi.FastAPI(title="beirx review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.review = Review(store, token, languages, host, port, templates)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.add_exception_handler(Refused, lambda request, refused: refused.args[0])
     app.middleware("http")(guard)
     app.include_router(router)
     return app

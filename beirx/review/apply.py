@@ -110,7 +110,10 @@ def _write(dataset: BeirDataset, todo: dict[str, dict[str, Change]], staging: Pa
             if change is not None:
                 corpus = isinstance(record, Doc)
                 machine = ({"title": record.title} if corpus else {}) | {"text": record.text}
-                lines.append(_log_line(field, record.id, machine, change, stamp))
+                typed = {"text": change.text} | ({"title": change.title} if change.title is not None else {})
+                lines.append(beir_io.jsonl_line({"field": field, "id": record.id, "machine": machine,
+                                                 "corrected": typed, "annotators": list(change.annotators),
+                                                 "applied": stamp}))
                 record = record.with_text(change.text, change.title) if corpus else record.with_text(change.text)
             yield record
 
@@ -125,12 +128,6 @@ def _write(dataset: BeirDataset, todo: dict[str, dict[str, Change]], staging: Pa
         if log_path.is_file():
             out.write(log_path.read_text(encoding="utf-8"))
         out.writelines(lines)
-
-
-def _log_line(field: str, item_id: str, machine: dict[str, str], change: Change, stamp: str) -> str:
-    corrected = {"text": change.text} | ({"title": change.title} if change.title is not None else {})
-    return beir_io.jsonl_line({"field": field, "id": item_id, "machine": machine, "corrected": corrected,
-                               "annotators": list(change.annotators), "applied": stamp})
 
 
 def _update_manifest(dataset: BeirDataset, staging: Path, counts: dict[str, int], annotators: list[str]) -> None:

@@ -1,10 +1,6 @@
-"""The review app's pages and form posts (:func:`beirx.review.app.create_app` mounts them).
-
-Each route is a function of its request and explicit dependencies: the app's :class:`~beirx.review.security.Review`
-(store, settings, security checks) and the signed-in annotator. Every request has passed
-:func:`beirx.review.app.guard` before it gets here. Synchronous routes run in FastAPI's worker threads; the
-asynchronous ones (form posts) read the bounded body on the event loop and touch the database only in a
-worker thread.
+"""The review app's pages and form posts (mounted by :func:`beirx.review.app.create_app`, whose docstring says what
+every route depends on and what every request has passed before it gets here). Synchronous routes run in FastAPI's
+worker threads; form posts read their bounded body on the event loop and touch the database only in a worker thread.
 """
 
 # No "from __future__ import annotations": FastAPI injects the request and the dependencies by the routes'
@@ -15,7 +11,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from beirx.review.security import ANNOTATOR, CORRECTION_FACTOR, CORRECTION_SLACK, MAX_NAME, Review, \
+from beirx.review.security import ANNOTATOR, CORRECTION_FACTOR, CORRECTION_SLACK, MAX_NAME, Refused, Review, \
     correction_limit, valid_name
 from beirx.review.store import ERROR_CATEGORIES, SEVERITIES, Item
 
@@ -48,9 +44,7 @@ def home(request: Request, review: Review = Depends(review_of), who: str | None 
 
 @router.post("/login")
 async def login(request: Request, review: Review = Depends(review_of)):
-    fields, refusal = await review.form(request)
-    if refusal is not None:
-        return refusal
+    fields = await review.form(request)
     name = valid_name(fields.get("name", ""))
     if name is None:
         return review.page(request, "login.html", status=400, size=review.size,
@@ -63,9 +57,7 @@ async def login(request: Request, review: Review = Depends(review_of)):
 
 @router.post("/logout")
 async def logout(request: Request, review: Review = Depends(review_of)):
-    refusal = (await review.form(request))[1]
-    if refusal is not None:
-        return refusal
+    await review.form(request)
     response = _redirect("/")
     response.delete_cookie(ANNOTATOR)
     return response
@@ -75,16 +67,13 @@ async def logout(request: Request, review: Review = Depends(review_of)):
 def show(request: Request, position: str, review: Review = Depends(review_of), who: str | None = Depends(annotator)):
     if who is None:
         return _redirect("/")
-    item, missing = item_at(review, request, position)
-    return missing or item_page(review, request, item, who)
+    return item_page(review, request, item_at(review, request, position), who)
 
 
 @router.post("/items/{position}")
 async def rate(request: Request, position: str, review: Review = Depends(review_of),
                who: str | None = Depends(annotator)):
-    fields, refusal = await review.form(request)
-    if refusal is not None:
-        return refusal
+    fields = await review.form(request)
     if who is None:
         return review.page(request, "denied.html", status=403, reason="the form expired: reload the page")
     return await run_in_threadpool(save, review, request, position, who, fields)
@@ -101,9 +90,7 @@ def done(request: Request, review: Review = Depends(review_of), who: str | None 
 
 def save(review: Review, request: Request, position: str, who: str, fields: dict[str, str]):
     """Check and store one rating (in a worker thread: the database may wait for another writer)."""
-    item, missing = item_at(review, request, position)
-    if missing is not None:
-        return missing
+    item = item_at(review, request, position)
     adequacy, fluency = fields.get("adequacy", ""), fields.get("fluency", "")
     if adequacy not in tuple("12345") or fluency not in tuple("12345"):
         return item_page(review, request, item, who, status=400, error="rate both adequacy and fluency (1-5)",
@@ -128,13 +115,13 @@ def next_unrated(review: Review, who: str, after: int = 0) -> RedirectResponse:
     return _redirect(f"/items/{target}" if target else "/done")
 
 
-def item_at(review: Review, request: Request, position: str):
-    """``(item, None)``, or ``(None, 404 page)`` for a number that is not an item's (any text, any size)."""
+def item_at(review: Review, request: Request, position: str) -> Item:
+    """The item numbered ``position``; :class:`Refused` with a 404 page for any other text (any size)."""
     number = int(position) if position.isascii() and position.isdigit() and len(position) <= 9 else 0
     item = review.store.item(number) if 1 <= number <= review.size else None  # SQLite's integers end at 2**63 - 1
     if item is None:
-        return None, review.page(request, "denied.html", status=404, reason=f"there is no item {position[:20]}")
-    return item, None
+        raise Refused(review.page(request, "denied.html", status=404, reason=f"there is no item {position[:20]}"))
+    return item
 
 
 def item_page(review: Review, request: Request, item: Item, who: str, status: int = 200, error: str | None = None,

@@ -71,9 +71,7 @@ def host_names(host: str) -> tuple[str, ...] | None:
 def valid_name(name: str) -> str | None:
     """A trimmed annotator name, or None when empty, too long or holding control characters."""
     name = " ".join(name.split())
-    if not name or len(name) > MAX_NAME or not name.isprintable():
-        return None
-    return name
+    return name if name and len(name) <= MAX_NAME and name.isprintable() else None
 
 
 class Review:
@@ -84,7 +82,7 @@ class Review:
     def __init__(self, store: ReviewStore, token: str | None, languages: tuple[str, str], host: str,
                  port: int | None, templates):
         self.store, self.token, self.languages, self.templates = store, token, languages, templates
-        self.secret = store.secret()  # kept in the review database, so restarts keep sessions
+        self.secret = bytes.fromhex(store.meta()["secret"])  # random, stored with the sample: restarts keep sessions
         self.names = host_names(host)
         self.hosts = None if self.names is None else frozenset(v for n in self.names
                                                                for v in (n, f"{n}:{port}" if port else n))
@@ -103,8 +101,8 @@ class Review:
     def html(self, name: str, status: int = 200, **values: Any):
         from fastapi.responses import HTMLResponse
 
-        defaults = {"reason": None, "csrf": ""}
-        return HTMLResponse(self.templates.get_template(name).render(**{**defaults, **values}), status_code=status)
+        return HTMLResponse(self.templates.get_template(name).render(**{"reason": None, "csrf": "", **values}),
+                            status_code=status)
 
     def page(self, request, name: str, status: int = 200, **values: Any):
         """A page whose forms carry the session's CSRF token."""
@@ -139,18 +137,22 @@ class Review:
         name, _, tag = unquote(request.cookies.get(ANNOTATOR) or "").rpartition("\x1f")
         return name if name and self.signed(tag, "annotator", request.state.sid, name) else None
 
-    async def form(self, request):
-        """``(fields, None)``, or ``(None, refusal)`` when the form is too large or its CSRF token does not match
-        the session (read here, on the event loop: the body is bounded and no database is touched)."""
+    async def form(self, request) -> dict[str, str]:
+        """The posted fields; :class:`Refused` when the form is too large or its CSRF token does not match the session
+        (read here, on the event loop: the body is bounded and no database is touched)."""
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
             if len(body) > self.body_limit:  # a body sent without its length
-                return None, self.page(request, "denied.html", status=413, reason=self.too_large)
+                raise Refused(self.page(request, "denied.html", status=413, reason=self.too_large))
         fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True).items()}
         if not self.signed(fields.get("csrf"), "csrf", request.state.sid):
-            return None, self.page(request, "denied.html", status=403, reason="the form expired: reload the page")
-        return fields, None
+            raise Refused(self.page(request, "denied.html", status=403, reason="the form expired: reload the page"))
+        return fields
+
+
+class Refused(Exception):
+    """Raised by a check with the page that answers the request instead of the route (``args[0]``)."""
 
 
 def _same_origin(request, hosts: frozenset[str] | None) -> bool:

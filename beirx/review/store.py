@@ -115,22 +115,20 @@ class ReviewStore(Database):
 
     @property
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use by :func:`beirx.sqlite_store.connect` with ``synchronous =
+        FULL``; read-only where the folder cannot be written (SQLite reads ratings a killed server left in the -wal
+        file)."""
         if getattr(self._local, "conn", None) is None:
-            self._local.conn = self._open()
+            if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
+                raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review "
+                                 "cannot be started there; copy the dataset to a writable place and review the copy")
+            self._local.conn = connect(self.path, "review database", timeout=BUSY_TIMEOUT_S, synchronous="FULL",
+                                       threads=True, read_only=self.read_only,
+                                       if_damaged="it holds submitted ratings, so beirx leaves it as it is: restore "
+                                                  "it from a backup")
+            if not self.read_only:
+                self._local.conn.execute("PRAGMA foreign_keys = ON")
         return self._local.conn
-
-    def _open(self) -> sqlite3.Connection:
-        """Opened by :func:`beirx.sqlite_store.connect` with ``synchronous = FULL``; read-only where the folder
-        cannot be written (SQLite reads ratings a killed server left in the -wal file)."""
-        if not self.path.exists() and not os.access(self.path.parent, os.W_OK):
-            raise BeirxError(f"{self.path.parent} is read-only (a read-only file system or folder): a review cannot be "
-                             "started there; copy the dataset to a writable place and review the copy")
-        conn = connect(self.path, "review database", timeout=BUSY_TIMEOUT_S, synchronous="FULL", threads=True,
-                       read_only=self.read_only, if_damaged="it holds submitted ratings, so beirx leaves it as it is: "
-                                                            "restore it from a backup")
-        if not self.read_only:
-            conn.execute("PRAGMA foreign_keys = ON")
-        return conn
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -163,10 +161,6 @@ class ReviewStore(Database):
 
     def size(self) -> int:
         return self._conn.execute("SELECT COUNT(*) FROM items").fetchone()[0]
-
-    def secret(self) -> bytes:
-        """The key that signs this review's cookies and form tokens (random, made with the sample)."""
-        return bytes.fromhex(self.meta()["secret"])
 
     # -- ratings --------------------------------------------------------------------------------------------
     def save_rating(self, position: int, annotator: str, adequacy: int, fluency: int, errors: dict[str, str],

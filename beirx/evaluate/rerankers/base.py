@@ -10,6 +10,8 @@ recomputes only new pairs.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import math
 from abc import ABC, abstractmethod
@@ -30,31 +32,37 @@ Pair = tuple[Query, Doc]
 
 class Reranker(ABC):
     """Reorders each query's candidates (:meth:`rerank`), never adds any. Subclasses implement
-    :meth:`describe`, :meth:`rerank` and :meth:`score`."""
+    :meth:`describe` and :meth:`score_lists`."""
 
     name: ClassVar[str]
     #: :meth:`describe` keys that do not change a score, so they stay out of the cache identity.
     not_score_defining: ClassVar[tuple[str, ...]] = ("batch_size", "sort_by_length", "device")
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Add this reranker's own ``beirx eval`` flags to ``group`` (the model, depth and device are common)."""
-
+    #: This reranker's own ``beirx eval`` flags (the model, depth and device are common): constructor parameter ->
+    #: (flag, type or a tuple of choices, help). They default to None; the help quotes the constructor's default,
+    #: the one place a reranker's defaults are written.
+    FLAGS: ClassVar[dict[str, tuple[str, Any, str]]] = {}
     #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
     shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
 
     @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """Constructor parameters from parsed flags (device included); defaults left out."""
-        return {"device": args.device} if getattr(args, "device", None) else {}
+    def add_arguments(cls, group) -> None:
+        """Add :attr:`FLAGS` to ``group``."""
+        for param, (flag, kind, text) in cls.FLAGS.items():
+            default = inspect.signature(cls.__init__).parameters[param].default
+            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
+            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
+                               + (f" (default {default})" if default is not None else ""))
 
     @classmethod
-    def default(cls, param: str) -> Any:
-        """The constructor's default of ``param``: the one place a reranker's defaults are written (its flags
-        default to None and their help quotes this)."""
-        import inspect
-
-        return inspect.signature(cls.__init__).parameters[param].default
+    def params_from_args(cls, args) -> dict[str, Any]:
+        """Constructor parameters from parsed flags (device and :attr:`FLAGS`); defaults left out."""
+        params = {"device": args.device} if getattr(args, "device", None) else {}
+        for param, (flag, _, _) in cls.FLAGS.items():
+            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != inspect.signature(cls.__init__).parameters[param].default:
+                params[param] = value
+        return params
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:
@@ -72,31 +80,28 @@ class Reranker(ABC):
         self.lang = lang
         self.show_progress = show_progress
         self.use_cache = use_cache
-        self._cache = None
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Model, revision and scoring parameters, for results files and cache keys."""
 
     @abstractmethod
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
+        """One relevance score per document of each query's list, in the list's order."""
+
     def score(self, query: Query, docs: list[Doc]) -> list[float]:
         """One relevance score per document, in the given order."""
+        return self.score_lists({query.id: query}, {query.id: docs})[query.id]
 
-    @abstractmethod
     def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
                depth: int = RERANK_DEPTH) -> Run:
         """Rescore each query's top ``depth`` first-stage documents (evaluation order); the rest are dropped.
 
         Every query in ``queries`` gets an entry (empty when the first stage found nothing); document IDs
-        are the first stage's own (:meth:`candidates`), so reranking can only reorder a query's candidates.
+        are the first stage's own (all must be in ``corpus``), so reranking can only reorder a query's candidates.
         ``corpus`` is any mapping by ID: a dict, or a :class:`~beirx.data.doc_store.DocStore` reading
         documents from disk.
         """
-
-    @staticmethod
-    def candidates(queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-                   depth: int) -> dict[str, list[str]]:
-        """Each query's top ``depth`` first-stage document IDs in evaluation order (all must be in ``corpus``)."""
         if depth < 1:
             raise BeirxError(f"rerank depth must be at least 1, got {depth}")
         candidates: dict[str, list[str]] = {}
@@ -107,20 +112,19 @@ class Reranker(ABC):
                 raise BeirxError(f"the first-stage run ranks document {missing[0]!r} for query {qid!r}, but the "
                                  f"corpus has no such document ({len(missing)} missing for this query): was the "
                                  "run made on another dataset?")
-        return candidates
+        scores = self.score_lists(queries, {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()})
+        return {qid: dict(zip(dids, scores[qid])) for qid, dids in candidates.items()}
 
     def cache_identity(self) -> dict[str, Any]:
         """:meth:`describe` without the settings that cannot change a score (batch size, device...)."""
         return {k: v for k, v in self.describe().items() if k not in self.not_score_defining}
 
-    def _open_cache(self):
-        if not self.use_cache:
-            return None
-        if self._cache is None:
-            from beirx.evaluate.rerankers.score_cache import PairScoreCache
+    @functools.cached_property
+    def _cache(self):
+        """The score cache of this configuration, opened on first use (None without ``use_cache``)."""
+        from beirx.evaluate.rerankers.score_cache import PairScoreCache
 
-            self._cache = PairScoreCache.for_reranker(self.name, self.cache_identity())
-        return self._cache
+        return PairScoreCache.for_reranker(self.name, self.cache_identity()) if self.use_cache else None
 
 
 class PairwiseReranker(Reranker):
@@ -130,24 +134,14 @@ class PairwiseReranker(Reranker):
     chunk_size: ClassVar[int] = 2048
     """Pairs scored (and committed to the cache) per step: bounds memory and the work a crash can lose."""
 
-    def __init__(self, *, lang: str = "en", show_progress: bool = True, use_cache: bool = True):
-        super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
-        self.truncated: Counter[str] = Counter()
-        """Subclasses count truncations here (e.g. ``truncated["documents"] += 1``); logged after each call."""
-
     @abstractmethod
     def score_pairs(self, pairs: list[Pair], progress: Callable[[int], None]) -> list[float]:
-        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs."""
+        """Uncached scores, one per pair in order; call ``progress(n)`` after each batch of ``n`` pairs, and count
+        truncations in ``self.truncated`` (``self.truncated["document"] += 1``: logged after the call)."""
 
-    def score(self, query: Query, docs: list[Doc]) -> list[float]:
-        return self._scores([(query, doc) for doc in docs])
-
-    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-               depth: int = RERANK_DEPTH) -> Run:
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        pairs = [(queries[qid], corpus[did]) for qid, dids in candidates.items() for did in dids]
-        scores = iter(self._scores(pairs))
-        return {qid: {did: next(scores) for did in dids} for qid, dids in candidates.items()}
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
+        scores = iter(self._scores([(queries[qid], doc) for qid, docs in lists.items() for doc in docs]))
+        return {qid: [next(scores) for _ in docs] for qid, docs in lists.items()}
 
     # -- scoring with cache ----------------------------------------------------------------------
     def _scores(self, pairs: list[Pair]) -> list[float]:
@@ -155,13 +149,13 @@ class PairwiseReranker(Reranker):
 
         keys = [pair_key(query, doc) for query, doc in pairs]
         unique = dict(zip(keys, pairs))
-        cache = self._open_cache()
-        known = cache.get(list(unique)) if cache is not None else {}
+        cache = self._cache
+        known = cache.get_many(unique) if cache is not None else {}
         # Grouped by document so that a document's pairs share a chunk (ColBERT encodes it once).
         todo = sorted((k for k in unique if k not in known), key=lambda k: (unique[k][1].id, unique[k][0].id))
         if not todo:
             return [known[k] for k in keys]
-        self.truncated.clear()
+        self.truncated: Counter[str] = Counter()
         with progress(total=len(todo), desc=f"rerank {self.name}", unit="pair", enabled=self.show_progress) as bar:
             for start in range(0, len(todo), self.chunk_size):
                 chunk = todo[start:start + self.chunk_size]
@@ -174,7 +168,7 @@ class PairwiseReranker(Reranker):
                                      "rerun with dtype='float32'")
                 chunk_scores = dict(zip(chunk, scores))
                 if cache is not None:
-                    cache.put(chunk_scores)
+                    cache.put_many(chunk_scores)
                 known.update(chunk_scores)
         for what, count in sorted(self.truncated.items()):
             log.info("%s: %d of %d pairs had the %s truncated to fit the model's maximum length",

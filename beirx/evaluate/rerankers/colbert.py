@@ -61,7 +61,7 @@ class ColbertReranker(PairwiseReranker):
         self.query_maxlen = int(query_maxlen or ckpt.query_maxlen)
         key = ("colbert", str(self.files.folder), str(self.device), str(self.dtype))
         self.tokenizer, self.backbone, self.projection = loaded.cached(
-            key, lambda: _load(transformers, torch, self.files.folder, ckpt, self.device, self.dtype))
+            key, lambda: _load(transformers, self.files.folder, ckpt, self.device, self.dtype))
         tok = self.tokenizer
 
         self.query_marker_id = self._marker_id(ckpt.query_marker)
@@ -202,7 +202,7 @@ def maxsim(queries, query_keep, docs, doc_keep):
     return sim.masked_fill(~query_keep, 0.0).sum(dim=-1)
 
 
-def _load(transformers, torch, folder, ckpt, device, dtype):
+def _load(transformers, folder, ckpt, device, dtype):
     """``(tokenizer, backbone, projection)`` of a checkpoint, the modules on ``device`` in ``dtype``; refused
     when backbone weights are missing (it would run with random ones)."""
     with _quiet_transformers(transformers):
@@ -212,23 +212,7 @@ def _load(transformers, torch, folder, ckpt, device, dtype):
         raise BeirxError(f"{folder}: {len(missing)} backbone weights are missing from the checkpoint "
                          f"(e.g. {missing[0]}); it would run with random weights")
     return (transformers.AutoTokenizer.from_pretrained(ckpt.backbone), backbone.to(device, dtype).eval(),
-            _projection(torch, ckpt).to(device, dtype).eval())
-
-
-def _projection(torch, ckpt):
-    """The checkpoint's projection layers as one torch module."""
-    import importlib
-
-    layers = []
-    for p in ckpt.projections:
-        linear = torch.nn.Linear(p.weight.shape[1], p.weight.shape[0], bias=p.bias is not None)
-        with torch.no_grad():
-            linear.weight.copy_(p.weight)
-            if p.bias is not None:
-                linear.bias.copy_(p.bias)
-        module, _, name = p.activation.rpartition(".")
-        layers += [linear, getattr(importlib.import_module(module), name)()]
-    return torch.nn.Sequential(*layers)
+            ckpt.projection.to(device, dtype).eval())
 
 
 @contextlib.contextmanager

@@ -36,18 +36,9 @@ COLBERT_AI_DEFAULTS = {"query_maxlen": 32, "similarity": "cosine", "mask_punctua
 # PyLate's defaults for keys a config_sentence_transformers.json may omit.
 PYLATE_DEFAULTS = {"query_prefix": "[Q] ", "document_prefix": "[D] ", "query_length": 32, "document_length": 180,
                    "do_query_expansion": True, "attend_to_expansion_tokens": False}
+IDENTITY = "torch.nn.modules.linear.Identity"  # a projection without activation
 DEFAULT_DOC_MAXLEN = 180  # BEIR-PL's ColBERT setting (and PyLate's default)
-_PYLATE_KEYS = ("query_prefix", "document_prefix", "query_length", "document_length", "do_query_expansion",
-                "attend_to_expansion_tokens", "skiplist_words")
-
-
-@dataclass
-class Projection:
-    """One linear layer (``y = act(x W^T + b)``) applied to every token's hidden state."""
-
-    weight: Any
-    bias: Any = None
-    activation: str = "torch.nn.modules.linear.Identity"
+_PYLATE_KEYS = (*PYLATE_DEFAULTS, "skiplist_words")
 
 
 @dataclass
@@ -55,7 +46,8 @@ class ColbertCheckpoint:
     layout: str  # "colbert-ai" or "pylate"
     folder: Path
     backbone: Path  # folder AutoModel/AutoTokenizer load from
-    projections: list[Projection]
+    projection: Any  # torch.nn.Sequential of the linear layers and their activations (float32, CPU)
+    dim: int
     query_marker: str | None  # token string (None: no marker)
     doc_marker: str | None
     query_maxlen: int
@@ -64,10 +56,6 @@ class ColbertCheckpoint:
     attend_to_expansion: bool
     skiplist_words: list[str] = field(default_factory=list)
     do_lower_case: bool = False
-
-    @property
-    def dim(self) -> int:
-        return int(self.projections[-1].weight.shape[0])
 
 
 def read_checkpoint(folder: Path) -> ColbertCheckpoint:
@@ -99,7 +87,8 @@ def _read_colbert_ai(folder: Path, config: dict, weights: Path) -> ColbertCheckp
         raise BeirxError(f"{folder}: linear.weight expects hidden size {linear.shape[1]}, config.json has "
                          f"{config['hidden_size']}")
     return ColbertCheckpoint(
-        layout="colbert-ai", folder=folder, backbone=folder, projections=[Projection(linear)],
+        layout="colbert-ai", folder=folder, backbone=folder, projection=_projection([(linear, None, IDENTITY)]),
+        dim=int(linear.shape[0]),
         query_marker=meta["query_token_id"], doc_marker=meta["doc_token_id"],
         query_maxlen=int(meta["query_maxlen"]), doc_maxlen=int(meta.get("doc_maxlen") or DEFAULT_DOC_MAXLEN),
         query_expansion=True, attend_to_expansion=bool(meta["attend_to_mask_tokens"]),
@@ -120,9 +109,10 @@ def _read_pylate(folder: Path) -> ColbertCheckpoint:
                          "looks like a sentence-transformers model, not a PyLate ColBERT")
     settings = {**PYLATE_DEFAULTS, **{k: v for k, v in settings.items() if v is not None}}
     backbone = folder / modules[0].get("path", "")
-    projections = [_read_dense(folder / m.get("path", ""), folder) for m in modules[1:]]
+    layers = [_read_dense(folder / m.get("path", ""), folder) for m in modules[1:]]
     return ColbertCheckpoint(
-        layout="pylate", folder=folder, backbone=backbone, projections=projections,
+        layout="pylate", folder=folder, backbone=backbone, projection=_projection(layers),
+        dim=int(layers[-1][0].shape[0]),
         query_marker=settings["query_prefix"] or None, doc_marker=settings["document_prefix"] or None,
         query_maxlen=int(settings["query_length"]), doc_maxlen=int(settings["document_length"]),
         query_expansion=bool(settings["do_query_expansion"]),
@@ -131,19 +121,35 @@ def _read_pylate(folder: Path) -> ColbertCheckpoint:
         do_lower_case=bool(_json(backbone / "sentence_bert_config.json").get("do_lower_case", False)))
 
 
-def _read_dense(path: Path, folder: Path) -> Projection:
+def _read_dense(path: Path, folder: Path) -> tuple[Any, Any, str]:
     config = _json(path / "config.json")
     weights = _weights_file(path)
     if not config or weights is None:
         raise BeirxError(f"{folder}: Dense module folder {path.name or '.'} has no config.json and weights")
-    activation = config.get("activation_function", "torch.nn.modules.linear.Identity")
+    activation = config.get("activation_function", IDENTITY)
     if not activation.startswith("torch.") or config.get("use_residual"):
         raise BeirxError(f"{folder}: Dense module {path.name} uses {activation}"
                          f"{' with a residual' if config.get('use_residual') else ''}; only torch activations "
                          "without residual connections are supported")
     names = ["linear.weight"] + (["linear.bias"] if config.get("bias", True) else [])
     tensors = _load_tensors(weights, names)
-    return Projection(tensors["linear.weight"], tensors.get("linear.bias"), activation)
+    return tensors["linear.weight"], tensors.get("linear.bias"), activation
+
+
+def _projection(layers: list[tuple[Any, Any, str]]):
+    """Layers ``(weight, bias, activation)``, each ``y = act(x W^T + b)`` on every token's hidden state, as one
+    torch module."""
+    import importlib
+
+    import torch
+
+    modules = []
+    for weight, bias, activation in layers:
+        linear = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None)
+        linear.load_state_dict({"weight": weight} | ({"bias": bias} if bias is not None else {}))
+        module, _, name = activation.rpartition(".")
+        modules += [linear, getattr(importlib.import_module(module), name)()]
+    return torch.nn.Sequential(*modules)
 
 
 # -- files -------------------------------------------------------------------------------------------
@@ -157,10 +163,8 @@ def _json(path: Path) -> Any:
 
 
 def _weights_file(folder: Path) -> Path | None:
-    for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
+    return next((folder / name for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+                 if (folder / name).is_file()), None)
 
 
 def _tensor_names(weights: Path) -> set[str]:
@@ -175,26 +179,21 @@ def _tensor_names(weights: Path) -> set[str]:
 
 
 def _load_tensors(weights: Path, names: list[str]) -> dict[str, Any]:
+    """``names`` from a safetensors file, a sharded index or a torch pickle (all of them, or a BeirxError)."""
+    have = _tensor_names(weights)
+    lost = [n for n in names if n not in have]
+    if lost:
+        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
     if weights.name.endswith(".index.json"):
-        shards = _json(weights).get("weight_map", {})
-        _missing(weights, names, shards)
+        shards = _json(weights)["weight_map"]
         return {n: _load_tensors(weights.parent / shards[n], [n])[n] for n in names}
     if weights.suffix == ".safetensors":
         from safetensors import safe_open
 
         with safe_open(str(weights), framework="pt") as fh:
-            have = set(fh.keys())
-            _missing(weights, names, have)
             return {n: fh.get_tensor(n) for n in names}
     state = _torch_load(weights)
-    _missing(weights, names, state)
     return {n: state[n] for n in names}
-
-
-def _missing(weights: Path, names: list[str], have) -> None:
-    lost = [n for n in names if n not in have]
-    if lost:
-        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
 
 
 def _torch_load(weights: Path) -> dict[str, Any]:

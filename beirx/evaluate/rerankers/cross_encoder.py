@@ -23,8 +23,7 @@ from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
-from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
-                                                torch_module)
+from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
 from beirx.models.files import resolve_model
 
@@ -80,15 +79,10 @@ class CrossEncoderReranker(PairwiseReranker):
         torch = torch_module()
         queries, docs = self._truncated_texts(pairs)
         encoded = self.tokenizer(queries, docs, truncation="only_second", max_length=self.max_length)
-        rows = encoded["input_ids"]
-        types = encoded.get("token_type_ids")
         scores = [0.0] * len(pairs)
-        for batch in length_batches([len(r) for r in rows], self.batch_size, self.sort_by_length):
-            ids = [rows[i] for i in batch]
-            inputs = {"input_ids": pad(ids, self.tokenizer.pad_token_id, self.device),
-                      "attention_mask": attention_mask(ids, self.device)}
-            if types is not None:
-                inputs["token_type_ids"] = pad([types[i] for i in batch], 0, self.device)
+        for batch in length_batches([len(r) for r in encoded["input_ids"]], self.batch_size, self.sort_by_length):
+            inputs = self.tokenizer.pad({k: [v[i] for i in batch] for k, v in encoded.items()}, padding_side="right",
+                                        return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 logits = (self.model(**inputs).logits if self.head == "classifier"
                           else self.encoder(inputs)["scores"]).float()
@@ -122,19 +116,16 @@ def _head(encoder) -> str | None:
     ``scores`` logit with no activation) or None (anything else)."""
     kinds = [type(m).__name__ for m in encoder]
     if kinds == ["Transformer"] and type(encoder.model).__name__.endswith("ForSequenceClassification"):
-        return "classifier" if _saved_with_a_head(encoder) else None
+        # Only a checkpoint saved so: sentence-transformers also loads a plain encoder (a bi-encoder folder) this
+        # way, giving it a new, random head that would rank by noise.
+        saved = encoder.model.config.architectures or []
+        return "classifier" if any(a.endswith("ForSequenceClassification") for a in saved) else None
     if kinds == ["Transformer", "Pooling", "Dense"]:
         pooling, dense = encoder[1], encoder[2]
         if (pooling.pooling_mode == "mean" and dense.out_features == 1 and dense.module_output_name == "scores"
                 and type(dense.activation_function).__name__ == "Identity"):
             return "mean"
     return None
-
-
-def _saved_with_a_head(encoder) -> bool:
-    """Whether the checkpoint was saved as a sequence-classification model: sentence-transformers also loads a
-    plain encoder (a bi-encoder folder) that way, giving it a new, random head that would rank by noise."""
-    return any(a.endswith("ForSequenceClassification") for a in encoder.model.config.architectures or [])
 
 
 def _load(st, path, device, dtype):

@@ -1,8 +1,6 @@
-"""Torch plumbing shared by the neural rerankers: device and precision, length-sorted batches, padding."""
+"""Torch plumbing shared by the neural rerankers: device and precision, length-sorted batches."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.models.device import choose_device
@@ -41,18 +39,3 @@ def length_batches(lengths: list[int], batch_size: int, sort: bool = True) -> li
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i]) if sort else list(range(len(lengths)))
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
-
-def pad(rows: list[list[int]], value: int, device) -> Any:
-    """Right-pad integer rows into one ``[len(rows), longest]`` tensor."""
-    torch = torch_module()
-    width = max(len(r) for r in rows)
-    out = torch.full((len(rows), width), value, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.tensor(row, dtype=torch.long)
-    return out.to(device)
-
-
-def attention_mask(rows: list[list[int]], device) -> Any:
-    torch = torch_module()
-    width = max(len(r) for r in rows)
-    return torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], dtype=torch.long, device=device)

@@ -8,11 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, PromptFile, backend_for, connect
-
-
-def load_prompts(override: Path | str | None = None) -> PromptFile:
-    return PromptFile.load(__package__, "llm_prompts.toml", override)
 
 
 def add_llm_arguments(group) -> None:
@@ -29,17 +26,6 @@ class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
     shared_flags = (add_llm_arguments,)
-    #: ``beirx eval`` flags of the subclass: constructor parameter -> (flag, type or choices, help); defaults are the
-    #: constructor's (:meth:`Reranker.default`).
-    FLAGS: dict[str, tuple[str, Any, str]] = {}
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        for param, (flag, kind, text) in cls.FLAGS.items():
-            default = cls.default(param)
-            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}  # a tuple: the choices
-            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
-                               + (f" (default {default})" if default is not None else ""))
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -47,15 +33,14 @@ class LLMReranker:
         for param, flag in (("prompt_file", "llm_prompt_file"), ("base_url", "llm_base_url")):
             if getattr(args, flag, None):
                 params[param] = str(getattr(args, flag))
-        for param, (flag, _, _) in cls.FLAGS.items():
-            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
-            if value is not None and value != cls.default(param):
-                params[param] = value
         return params
 
-    def connect(self, model: str, llm: LLM | None, **options: Any) -> LLM:
-        """``llm`` when given, else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
-        return llm if llm is not None else connect(model, what=self.name, **options)
+    def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, **options: Any) -> None:
+        """The prompts (``prompt_file`` over the packaged ones), the corpus language, and the LLM: ``llm`` when given,
+        else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
+        self.prompts = PromptFile.load(__package__, "llm_prompts.toml", prompt_file)
+        self.language = get_pack(self.lang)
+        self.llm = llm if llm is not None else connect(model, what=self.name, **options)
 
     @property
     def device(self) -> str | None:

@@ -26,19 +26,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from beirx.argtypes import non_negative_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
-from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.rerankers.base import Reranker
-from beirx.evaluate.rerankers.llm_common import LLMReranker, load_prompts
+from beirx.evaluate.rerankers.llm_common import LLMReranker
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
-from beirx.evaluate.runs import Run
-from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
 from beirx.progress import progress
 
@@ -47,13 +43,11 @@ log = logging.getLogger(__name__)
 
 def windows(size: int, window: int, step: int) -> list[tuple[int, int]]:
     """RankGPT's windows ``[start, end)`` over ``size`` candidates, bottom first."""
-    spans, end = [], size
-    while end > 0:
-        start = max(0, end - window)
-        spans.append((start, end))
-        if start == 0:
+    spans = []
+    for end in range(size, 0, -step):
+        spans.append((max(0, end - window), end))
+        if end <= window:  # this window reaches the top
             break
-        end -= step
     return spans
 
 
@@ -64,10 +58,7 @@ class _Ranking:
     query: Query
     docs: list[Doc]
     spans: list[tuple[int, int]]
-    order: list[int] = field(default_factory=list)  # positions into ``docs``, best first
-
-    def __post_init__(self):
-        self.order = list(range(len(self.docs)))
+    order: list[int]  # positions into ``docs``, best first
 
 
 class LLMListwiseReranker(LLMReranker, Reranker):
@@ -96,10 +87,8 @@ class LLMListwiseReranker(LLMReranker, Reranker):
         self.max_tokens = int(max_tokens or 8 * self.window + 16)  # "[12] > " is about 5 tokens
         self.prices, self.max_cost = Prices(float(price_input), float(price_output)), max_cost
         self.chunk_queries = int(chunk_queries)
-        self.prompts = load_prompts(prompt_file)
-        self.language = get_pack(lang)
-        self.llm = self.connect(model, llm, backend=backend, base_url=base_url, concurrency=concurrency,
-                                timeout=timeout, device=device, batch_size=batch_size, revision=revision)
+        self._connect(model, llm, prompt_file, backend=backend, base_url=base_url, concurrency=concurrency,
+                      timeout=timeout, device=device, batch_size=batch_size, revision=revision)
         if self.llm.backend == "transformers":
             self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None
@@ -113,7 +102,8 @@ class LLMListwiseReranker(LLMReranker, Reranker):
     # -- prompts -------------------------------------------------------------------------------
     def request(self, query: Query, docs: list[Doc]) -> Request:
         """The chat request ranking ``docs`` (one window) for ``query``."""
-        passages = "\n".join(self.prompts.fill("listwise", "passage", id=i + 1, text=self._passage(d))
+        passages = "\n".join(self.prompts.fill("listwise", "passage", id=i + 1,
+                                                text=" ".join(d.joined().split()[:self.passage_words]))
                              for i, d in enumerate(docs))
         user = self.prompts.fill("listwise", "user", query=query.text, num=len(docs), passages=passages,
                                  language=self.language.name)
@@ -121,31 +111,17 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                     {"role": "user", "content": user}]
         return Request.chat(messages, max_tokens=self.max_tokens)
 
-    def _passage(self, doc: Doc) -> str:
-        words = doc.joined().split()
-        return " ".join(words[:self.passage_words])
-
     # -- ranking -------------------------------------------------------------------------------
-    def rerank(self, queries: dict[str, Query], corpus: Mapping[str, Doc], first_stage: Run,
-               depth: int = RERANK_DEPTH) -> Run:
-        candidates = self.candidates(queries, corpus, first_stage, depth)
-        lists = {qid: [corpus[did] for did in dids] for qid, dids in candidates.items()}
-        return self._rank_lists(queries, lists)
-
-    def score(self, query: Query, docs: list[Doc]) -> list[float]:
-        ranked = self._rank_lists({query.id: query}, {query.id: docs})[query.id]
-        return [ranked[d.id] for d in docs]
-
-    def _rank_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> Run:
+    def score_lists(self, queries: dict[str, Query], lists: dict[str, list[Doc]]) -> dict[str, list[float]]:
         """Scores for each query's candidate list: from the cache, else ranked by the LLM chunk by chunk."""
-        cache = self._open_cache()
+        cache = self._cache
         keys = {qid: _list_keys(queries[qid], docs) for qid, docs in lists.items()}
-        run: Run = {}
+        run: dict[str, list[float]] = {}
         todo = []
         for qid, docs in lists.items():
-            known = cache.get(keys[qid]) if cache is not None and docs else {}
+            known = cache.get_many(keys[qid]) if cache is not None and docs else {}
             if len(known) == len(docs):
-                run[qid] = {d.id: known[k] for d, k in zip(docs, keys[qid])}
+                run[qid] = [known[k] for k in keys[qid]]
             else:
                 todo.append(qid)
         stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
@@ -154,22 +130,20 @@ class LLMListwiseReranker(LLMReranker, Reranker):
             with progress(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
                           enabled=self.show_progress) as bar:
                 for start in range(0, len(todo), self.chunk_queries):
-                    chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step))
-                             for q in todo[start:start + self.chunk_queries]]
+                    chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step),
+                                      list(range(len(lists[q])))) for q in todo[start:start + self.chunk_queries]]
                     waited += self._run_windows(chunk, stats)
                     scores = {}
                     for ranking in chunk:
-                        n = len(ranking.docs)
-                        by_position = {p: float(n - rank) for rank, p in enumerate(ranking.order)}
-                        qid = ranking.query.id
-                        run[qid] = {d.id: by_position[i] for i, d in enumerate(ranking.docs)}
-                        scores.update({k: by_position[i] for i, k in enumerate(keys[qid])})
+                        n, qid = len(ranking.docs), ranking.query.id
+                        run[qid] = [float(n - ranking.order.index(i)) for i in range(n)]  # n - its rank
+                        scores.update(zip(keys[qid], run[qid]))
                         bar.update(n)
                     if cache is not None:
-                        cache.put(scores)  # one transaction per chunk: a killed run keeps finished chunks
+                        cache.put_many(scores)  # one transaction per chunk: a killed run keeps finished chunks
         finally:
             self.llm.close()
-        self.last_usage = {**stats.as_dict(), **meter.snapshot(), "llm_seconds": round(waited, 3),
+        self.last_usage = {**asdict(stats), **meter.snapshot(), "llm_seconds": round(waited, 3),
                            "queries_ranked": len(todo), "queries_from_cache": len(lists) - len(todo)}
         if todo:
             log.info("%s: %d windows for %d queries, %d malformed (%d missing, %d repeated, %d unknown IDs), "

@@ -29,8 +29,7 @@ from beirx.argtypes import positive_int
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches
-from beirx.evaluate.rerankers.llm_common import LLMReranker, load_prompts
-from beirx.language_packs import get_pack
+from beirx.evaluate.rerankers.llm_common import LLMReranker
 from beirx.models.llm import LLM, Request
 
 SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the yes tokens",
@@ -52,15 +51,13 @@ class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
             raise BeirxError(f"--llm-score must be one of {', '.join(SCORES)}, got {score!r}")
         self.score_kind = score
         self.batch_size, self.max_length, self.sort_by_length = int(batch_size), int(max_length), sort_by_length
-        self.prompts = load_prompts(prompt_file)
-        self.language = get_pack(lang)
+        self._connect(model, llm, prompt_file, backend=backend, base_url=base_url, concurrency=concurrency,
+                      timeout=timeout, device=device, batch_size=batch_size, revision=revision)
         own = self.prompts.get("pointwise", "languages", self.language.code, default=None)
         self.section = ("pointwise", "languages", self.language.code) if own else ("pointwise",)
         self.labels = {"yes": list(self.prompts.get(*self.section, "yes"))}
         if score == "yes-no":
             self.labels["no"] = list(self.prompts.get(*self.section, "no"))
-        self.llm = self.connect(model, llm, backend=backend, base_url=base_url, concurrency=concurrency,
-                                timeout=timeout, device=device, batch_size=batch_size, revision=revision)
         self.llm.label_logprobs([], self.labels)  # the labels checked (a local model loaded) before any work
 
     def describe(self) -> dict[str, Any]:

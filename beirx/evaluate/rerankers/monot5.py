@@ -27,8 +27,7 @@ from typing import Any
 
 from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
-from beirx.evaluate.rerankers.inference import (attention_mask, length_batches, pad, resolve_dtype, torch_device,
-                                                torch_module)
+from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
 from beirx.models.files import resolve_model
 
@@ -41,20 +40,9 @@ _MAX_CUTS = 5
 class MonoT5Reranker(PairwiseReranker):
     name = "monot5"
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--monot5-true-token", help="monoT5's relevance token (default: the checkpoint's, e.g. "
-                                                       "'true' or Polish 'prawda')")
-        group.add_argument("--monot5-false-token", help="monoT5's non-relevance token (default: the checkpoint's)")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        params = super().params_from_args(args)
-        if getattr(args, "monot5_true_token", None):
-            params["true_token"] = args.monot5_true_token
-        if getattr(args, "monot5_false_token", None):
-            params["false_token"] = args.monot5_false_token
-        return params
+    FLAGS = {"true_token": ("--monot5-true-token", str, "monoT5's relevance token (default: the checkpoint's, e.g. "
+                                                        "'true' or Polish 'prawda')"),
+             "false_token": ("--monot5-false-token", str, "monoT5's non-relevance token (default: the checkpoint's)")}
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 16, max_length: int = 512,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,
@@ -80,16 +68,14 @@ class MonoT5Reranker(PairwiseReranker):
                                                                       self.dtype))
         self._decoder_start = self.model.config.decoder_start_token_id
 
-        if true_token is None or false_token is None:
-            from beirx.models.relevance_tokens import relevance_tokens
+        from beirx.models.relevance_tokens import relevance_tokens
 
-            default_true, default_false = relevance_tokens(model, lang)
-            true_token = default_true if true_token is None else true_token
-            false_token = default_false if false_token is None else false_token
-        self.true_token, self.false_token = true_token, false_token
-        self.true_id, self.false_id = self._token_id(true_token), self._token_id(false_token)
+        default_true, default_false = relevance_tokens(model, lang)
+        self.true_token = default_true if true_token is None else true_token
+        self.false_token = default_false if false_token is None else false_token
+        self.true_id, self.false_id = self._token_id(self.true_token), self._token_id(self.false_token)
         if self.true_id == self.false_id:
-            raise BeirxError(f"true token {true_token!r} and false token {false_token!r} map to the same id "
+            raise BeirxError(f"true token {self.true_token!r} and false token {self.false_token!r} map to the same id "
                              f"{self.true_id} in {self.files.folder}")
 
     def describe(self) -> dict[str, Any]:
@@ -119,25 +105,22 @@ class MonoT5Reranker(PairwiseReranker):
         rows = self._encode(pairs)
         scores = [0.0] * len(pairs)
         for batch in length_batches([len(r) for r in rows], self.batch_size, self.sort_by_length):
-            ids = [rows[i] for i in batch]
+            inputs = self.tokenizer.pad({"input_ids": [rows[i] for i in batch]}, padding_side="right",
+                                        return_tensors="pt").to(self.device)
             start = torch.full((len(batch), 1), self._decoder_start, dtype=torch.long, device=self.device)
             with torch.inference_mode():
-                logits = self.model(input_ids=pad(ids, self.tokenizer.pad_token_id, self.device),
-                                    attention_mask=attention_mask(ids, self.device),
-                                    decoder_input_ids=start).logits[:, 0, [self.false_id, self.true_id]]
+                logits = self.model(**inputs, decoder_input_ids=start).logits[:, 0, [self.false_id, self.true_id]]
                 values = torch.log_softmax(logits.float(), dim=-1)[:, 1]
             for i, value in zip(batch, values.tolist()):
                 scores[i] = value
             progress(len(batch))
         return scores
 
-    def _prompt(self, query: str, doc: str) -> tuple[str, int]:
-        """The prompt and the character offset where the document starts in it."""
-        head = self._head.replace("{query}", query)
-        return head + doc + self._tail, len(head)
+    def _prompt(self, query: str, doc: str) -> str:
+        return self._head.replace("{query}", query) + doc + self._tail
 
     def _encode(self, pairs: list[Pair]) -> list[list[int]]:
-        texts = [self._prompt(q.text, d.joined())[0] for q, d in pairs]
+        texts = [self._prompt(q.text, d.joined()) for q, d in pairs]
         enc = self.tokenizer(texts, return_offsets_mapping=True, verbose=False)  # lengths checked below
         rows = []
         for (query, doc), ids, offsets in zip(pairs, enc["input_ids"], enc["offset_mapping"]):
@@ -157,7 +140,7 @@ class MonoT5Reranker(PairwiseReranker):
             # character, like ``▁`` + ``<unk>``, share an end and can only go together).
             cut = max((e for e in ends if bisect.bisect_right(ends, e) <= keep), default=start)
             doc = doc[:cut - start]
-            text = self._prompt(query, doc)[0]
+            text = self._prompt(query, doc)
             enc = self.tokenizer(text, return_offsets_mapping=True, verbose=False)
             ids, offsets = enc["input_ids"], enc["offset_mapping"]
             if len(ids) <= self.max_length:

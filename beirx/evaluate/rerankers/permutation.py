@@ -17,7 +17,7 @@ stricter and counted:
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 _BRACKETED = re.compile(r"\[\s*(\d+)\s*\]")
 _NUMBER = re.compile(r"\d+")
@@ -75,6 +75,3 @@ class PermutationStats:
         self.repeated_ids += permutation.repeated
         self.unknown_ids += permutation.unknown
         self.truncated_answers += truncated
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)

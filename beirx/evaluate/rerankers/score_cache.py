@@ -45,5 +45,3 @@ class PairScoreCache(KeyValueCache):
         from beirx.data.cache import cache_dir
 
         return cls(cache_dir("runs") / "rerank" / f"{name}-{cache_key(identity)}.sqlite", identity)
-
-    get, put = KeyValueCache.get_many, KeyValueCache.put_many  # scores of many pairs; one transaction per put
