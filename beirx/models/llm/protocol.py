@@ -1,7 +1,6 @@
-"""The one interface every LLM user codes against (translation, the judge, the LLM rerankers), served by
-a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
-:class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
-replies, same usage meter, so a stage runs on either with the same code.
+"""The one interface every LLM user codes against, served by :class:`~beirx.models.llm.client.LLMClient` or
+:class:`~beirx.models.llm.local.LocalLLM` (:mod:`beirx.models.llm` says when each): same requests, same replies,
+same usage meter, so a stage runs on either with the same code.
 
 Both run their requests on an event loop of their own, in a daemon thread started at the first request:
 stage code that is not async calls :meth:`LLM.call` / :meth:`LLM.call_many`, async code awaits
@@ -30,6 +29,7 @@ class LLM:
 
     backend: str
     model: str
+    location: str
 
     def __init__(self, meter: UsageMeter | None, thread_name: str):
         self.meter = meter if meter is not None else UsageMeter()
@@ -37,10 +37,6 @@ class LLM:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
-
-    @property
-    def location(self) -> str:
-        raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -70,9 +66,6 @@ class LLM:
     def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Run ``coroutine`` on the LLM's loop, from any thread; the future holds its result."""
         self._start()
-        return self._submit(coroutine)
-
-    def _submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         with self._loop_lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
@@ -98,7 +91,7 @@ class LLM:
 
     async def acall(self, request: Request) -> Reply:
         """Await ``request`` from any event loop."""
-        if not self._here():
+        if asyncio.get_running_loop() is not self._loop:
             return await asyncio.wrap_future(self.schedule(self.acall(request)))
         reserved = self.meter.reserve(request.worst_case())
         usage = None
@@ -108,12 +101,6 @@ class LLM:
             return reply
         finally:
             self.meter.settle(reserved, usage)
-
-    def _here(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            return False
 
     def close(self) -> None:
         """Stop the LLM's loop and join its thread (idempotent; a later request starts them again)."""
