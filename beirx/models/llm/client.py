@@ -83,8 +83,8 @@ class EndpointDown(TransportError):
 
 
 class LLMClient(LLM):
-    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``: the
-    server implementation of :class:`~beirx.models.llm.protocol.LLM`.
+    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call_many(requests)``:
+    the server implementation of :class:`~beirx.models.llm.protocol.LLM`.
 
     ``meter`` sums usage (and enforces ``max_cost``); ``sleep`` is the backoff wait (tests record it instead
     of sleeping).

@@ -3,10 +3,10 @@
 same usage meter, so a stage runs on either with the same code.
 
 Both run their requests on an event loop of their own, in a daemon thread started at the first request:
-stage code that is not async calls :meth:`LLM.call` / :meth:`LLM.call_many`, async code awaits
-:meth:`LLM.acall` from any loop, and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on
-the LLM's loop (its ``await acall`` then costs no thread hop). Every request reserves its worst case against
-the meter's spending cap before it is sent and is settled with the usage of its answer.
+stage code that is not async calls :meth:`LLM.call_many`, async code awaits :meth:`LLM.acall` from any loop,
+and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on the LLM's loop (its ``await acall``
+then costs no thread hop). Every request reserves its worst case against the meter's spending cap before it is
+sent and is settled with the usage of its answer.
 """
 
 from __future__ import annotations
@@ -72,10 +72,6 @@ class LLM:
                 self._thread = threading.Thread(target=self._loop.run_forever, name=self._thread_name, daemon=True)
                 self._thread.start()
             return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    def call(self, request: Request) -> Reply:
-        """Send ``request`` and wait for its reply (synchronous code)."""
-        return self.schedule(self.acall(request)).result()
 
     def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
         """Send all ``requests`` concurrently; replies in request order. With ``return_exceptions`` a failed
