@@ -129,9 +129,9 @@ def test_a_server_failing_every_attempt_trips_the_breaker_for_the_other_requests
     server.faults = lambda call: "500"
     with client(server, attempts=3, breaker_failures=3) as llm:
         with pytest.raises(EndpointDown, match="3 failed attempts in a row"):
-            llm.call(chat("Cats hunt mice."))  # its retries are spent: the breaker opens
+            llm.call_many([chat("Cats hunt mice.")])  # its retries are spent: the breaker opens
         with pytest.raises(EndpointDown, match="3 failed attempts in a row .* rerun the same command to resume"):
-            llm.call(chat("Dogs are loyal."))  # at once, not after 30 s without a success
+            llm.call_many([chat("Dogs are loyal.")])  # at once, not after 30 s without a success
     assert len(server.calls) == 3
 
 
@@ -140,24 +140,24 @@ def test_a_body_dripping_a_byte_a_second_is_ended_by_the_timeout(server):
     server.faults = lambda call: "drip"
     started = time.monotonic()
     with client(server, timeout=2, attempts=1) as llm, pytest.raises(LLMError, match="no progress within 2 s"):
-        llm.call(chat("Cats hunt mice."))
+        llm.call_many([chat("Cats hunt mice.")])
     assert time.monotonic() - started < 4
 
 
 def test_a_stream_that_keeps_producing_tokens_is_not_hung_but_the_deadline_bounds_it(server):
     server.stream_delay = 0.4  # 4 words: about 1.6 s, each token within the 1 s timeout
     with client(server, timeout=1, attempts=1) as llm:
-        reply = llm.call(chat("Cats hunt mice."))
+        reply, = llm.call_many([chat("Cats hunt mice.")])
     assert reply.text == "Los gatos cazan ratones." and reply.attempts == 1
     with client(server, timeout=1, deadline=1.0, attempts=1) as llm, pytest.raises(LLMError, match="within 1 s"):
-        llm.call(chat("Cats hunt mice."))
+        llm.call_many([chat("Cats hunt mice.")])
 
 
 def test_a_timed_out_attempt_stops_the_server_before_the_retry_is_sent(server):
     server.hang_seconds = 5.0
     server.faults = on_source({"Cats hunt mice.": ["hang", None]})
     with client(server, timeout=0.5, backoff=0.3) as llm:  # (tests elsewhere back off 0.01 s; the default is 1 s)
-        reply = llm.call(chat("Cats hunt mice."))
+        reply, = llm.call_many([chat("Cats hunt mice.")])
     first, retry = server.calls
     assert reply.attempts == 2 and first.body["stream"] is True
     assert first.ended - first.started < 1.0  # the server saw the client leave: it stopped "generating"
@@ -166,7 +166,7 @@ def test_a_timed_out_attempt_stops_the_server_before_the_retry_is_sent(server):
 
 def test_usage_of_a_streamed_answer(server):
     with client(server) as llm:
-        reply = llm.call(chat("Cats hunt mice."))
+        reply, = llm.call_many([chat("Cats hunt mice.")])
     assert reply == Reply("Los gatos cazan ratones.", "stop", Usage(8, 6))  # as the server counted them
 
 

@@ -47,7 +47,7 @@ def client(server, meter=None, sleep=None, **limits) -> LLMClient:
 def test_chat_and_completions_replies_and_usage_with_cost(server):
     meter = UsageMeter(Prices(input_per_million=2.0, output_per_million=8.0))
     with client(server, meter) as llm:
-        reply = llm.call(chat("Cats hunt mice."))
+        reply, = llm.call_many([chat("Cats hunt mice.")])
         few_shot = "English: Dogs are loyal.\nSpanish: Los perros son leales.\n\nEnglish: Birds can fly.\nSpanish:"
         replies = llm.call_many([Request.completion(few_shot, max_tokens=32, stop=("\n",))] * 2)
     assert reply == Reply("Los gatos cazan ratones.", "stop", Usage(approx_tokens(
@@ -67,7 +67,7 @@ def test_429_honours_retry_after_and_500_backs_off(server):
     server.faults = on_calls({1: "429", 2: "500", 3: "500"})
     meter, sleeps = UsageMeter(), Sleeps()
     with client(server, meter, sleeps, backoff=0.5) as llm:
-        reply = llm.call(chat("Dogs are loyal."))
+        reply, = llm.call_many([chat("Dogs are loyal.")])
     assert reply.text == "Los perros son leales." and reply.attempts == 4
     assert sleeps.waits[0] == pytest.approx(0.020)  # retry-after-ms: 20 (Retry-After says 1 s)
     assert 0.5 <= sleeps.waits[1] <= 1.0 and 1.0 <= sleeps.waits[2] <= 2.0  # backoff 0.5 * 2**n, equal jitter
@@ -88,7 +88,7 @@ def test_a_hang_past_the_timeout_is_retried(server):
     meter = UsageMeter()
     started = time.monotonic()
     with client(server, meter, timeout=0.5) as llm:
-        reply = llm.call(chat("Birds can fly."))
+        reply, = llm.call_many([chat("Birds can fly.")])
     assert reply.text == "Los pájaros pueden volar." and reply.attempts == 2
     assert time.monotonic() - started < 2.5
     assert meter.snapshot()["transient_failures"] == {"timeout": 1}
@@ -138,7 +138,7 @@ def test_persistent_server_errors_exhaust_the_attempts(server):
     server.faults = lambda call: "500"
     with client(server, attempts=3, breaker_failures=100) as llm, \
             pytest.raises(LLMError, match="request failed after 3 attempts .*HTTP 500"):
-        llm.call(chat("Cats hunt mice."))
+        llm.call_many([chat("Cats hunt mice.")])
     assert len(server.calls) == 3
 
 
@@ -146,7 +146,7 @@ def test_refused_requests_are_not_retried(server):
     server.faults = on_calls({1: "400"})
     with client(server) as llm:
         with pytest.raises(LLMRequestError, match="HTTP 400 .*maximum context length") as info:
-            llm.call(chat("Cats hunt mice."))
+            llm.call_many([chat("Cats hunt mice.")])
     assert info.value.status == 400 and len(server.calls) == 1
 
 
@@ -154,12 +154,12 @@ def test_the_key_travels_only_in_the_header_and_never_in_messages_or_logs(server
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     caplog.set_level(logging.DEBUG)
     with client(server) as llm:
-        assert llm.call(chat("Dogs are loyal.")).text == "Los perros son leales."
+        assert llm.call_many([chat("Dogs are loyal.")])[0].text == "Los perros son leales."
         described = str(llm.describe())
     assert server.seen_headers[-1]["authorization"] == f"Bearer {KEY}"
     server.require_key = "another-key"
     with client(server, attempts=1) as llm, pytest.raises(LLMRequestError) as info:
-        llm.call(chat("Dogs are loyal."))
+        llm.call_many([chat("Dogs are loyal.")])
     assert info.value.status == 401
     assert KEY not in str(info.value) and KEY not in described and KEY not in caplog.text
     assert "Incorrect API key" in str(info.value)
@@ -171,7 +171,7 @@ def test_hosted_api_without_a_key_names_the_variable(monkeypatch):
     endpoint = Endpoint.resolve("gpt-4o-mini")
     assert endpoint.base_url == "https://api.openai.com/v1"
     with LLMClient(endpoint) as llm, pytest.raises(BeirxError, match="set the environment variable OPENAI_API_KEY"):
-        llm.call(chat("x"))
+        llm.call_many([chat("x")])
 
 
 def test_endpoint_from_environment_and_validation(monkeypatch):
@@ -255,7 +255,7 @@ def test_real_llama_cpp_server_answers_through_the_client(llama_server):
     prompt = ("English: The cat sleeps on the warm roof.\nSpanish: El gato duerme en el tejado caliente.\n\n"
               "English: Hello world.\nSpanish:")
     with LLMClient(endpoint, meter=meter) as llm:
-        reply = llm.call(Request.completion(prompt, max_tokens=8, stop=("\n",)))
+        reply, = llm.call_many([Request.completion(prompt, max_tokens=8, stop=("\n",))])
     assert reply.text.strip() == "Hola mundo." and reply.finish_reason == "stop"
     assert meter.usage.prompt_tokens > 20 and 0 < meter.usage.completion_tokens <= 8
 

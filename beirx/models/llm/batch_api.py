@@ -72,12 +72,9 @@ class BatchAPI:
         return out
 
     def _run(self, call):
-        async def run():
-            return await call(self.client.openai_client())
-
         openai = require("openai", "llm", "the OpenAI Batch API")
         try:
-            return self.client.schedule(run()).result()
+            return self.client.schedule(call(self.client.openai_client())).result()
         except openai.APIStatusError as exc:
             where = self.client.where()
             if exc.status_code in (404, 405, 501):

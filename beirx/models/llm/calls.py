@@ -3,8 +3,6 @@ client, a line of an OpenAI Batch file, or a prompt generated in process by :mod
 
 from __future__ import annotations
 
-import numpy as np
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,16 +85,6 @@ class Reply:
         what is wrong when it is not a completion of ``kind``."""
         text, refusal, finish_reason, top = _first_choice(kind, body, "message") or ("", None, None, None)
         return cls(text, finish_reason, Usage.from_payload(body.get("usage")), refusal, attempts, top)
-
-    def label_logprobs(self, labels: Mapping[str, Sequence[str]]) -> dict[str, float]:
-        """``{label: log P}`` over the first token's listed alternatives: the log of the summed probabilities of
-        the tokens whose text without leading spaces is one of the label's words; a label with none is left out."""
-        out = {}
-        for name, words in labels.items():
-            found = [p for token, p in self.top_logprobs or () if token.strip() in words]
-            if found:
-                out[name] = float(np.logaddexp.reduce(found))
-        return out
 
 
 class BadAnswer(Exception):

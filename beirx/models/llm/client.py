@@ -32,7 +32,10 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
+
+import numpy as np
 
 from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
@@ -80,8 +83,8 @@ class EndpointDown(TransportError):
 
 
 class LLMClient(LLM):
-    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call(request)``: the
-    server implementation of :class:`~beirx.models.llm.protocol.LLM`.
+    """``with LLMClient(Endpoint.resolve("gemma", "http://127.0.0.1:8080/v1")) as llm: llm.call_many(requests)``:
+    the server implementation of :class:`~beirx.models.llm.protocol.LLM`.
 
     ``meter`` sums usage (and enforces ``max_cost``); ``sleep`` is the backoff wait (tests record it instead
     of sleeping).
@@ -113,10 +116,10 @@ class LLMClient(LLM):
 
     def label_logprobs(self, requests: Sequence[Request],
                        labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
-        """Read from the ``top_logprobs`` of a one-token answer (OpenAI's API, llama.cpp's and vLLM's servers) by
-        :meth:`Reply.label_logprobs`, so each label word should be one token of the served model. A label with no
-        token among the :data:`TOP_LOGPROBS` listed gets the lowest listed log-probability, an upper bound of its
-        own (counted in the log)."""
+        """Read from the ``top_logprobs`` of a one-token answer (OpenAI's API, llama.cpp's and vLLM's servers): the
+        log of the summed probabilities of the listed tokens that are one of the label's words (leading spaces
+        dropped), so each word should be one token of the served model. A label with none of the :data:`TOP_LOGPROBS`
+        listed gets the lowest listed log-probability, an upper bound of its own (counted in the log)."""
         asked = [replace(r, max_tokens=1, extra={**r.extra, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
                  for r in requests]
         out, unlisted = [], 0
@@ -124,10 +127,11 @@ class LLMClient(LLM):
             if not reply.top_logprobs:
                 raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
                                      "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")
-            listed = reply.label_logprobs(labels)
-            unlisted += len(labels) - len(listed)
             floor = min(p for _, p in reply.top_logprobs)
-            out.append({name: listed.get(name, floor) for name in labels})
+            found = {name: [p for token, p in reply.top_logprobs if token.strip() in words]
+                     for name, words in labels.items()}
+            unlisted += sum(not p for p in found.values())
+            out.append({name: float(np.logaddexp.reduce(p)) if p else floor for name, p in found.items()})
         if unlisted:
             log.info("%s: %d labels not among the top %d tokens, bounded by the lowest listed", self.where(),
                      unlisted, TOP_LOGPROBS)
@@ -152,15 +156,14 @@ class LLMClient(LLM):
                                                   timeout=self.endpoint.timeout, max_retries=0)
                 self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
                 self.breaker = CircuitBreaker(self.endpoint.breaker_failures, self.endpoint.breaker_seconds)
-                self.policy = RetryPolicy(attempts=self.endpoint.attempts, base_delay=self.endpoint.backoff,
-                                          max_delay=self.endpoint.max_backoff)
+                self.policy = RetryPolicy(attempts=self.endpoint.attempts, base_delay=self.endpoint.backoff)
 
     def close(self) -> None:
-        """Close the connections and stop the client's loop (idempotent)."""
+        """Close the connections (opened only once the loop started) and stop the client's loop (idempotent)."""
         with self._start_lock:
-            if self._openai is not None:
-                self._submit(self._openai.close()).result()
-                self._openai = None
+            if self._openai is not None and self._loop is not None:
+                asyncio.run_coroutine_threadsafe(self._openai.close(), self._loop).result()
+            self._openai = None
         super().close()
 
     async def _answer(self, request: Request) -> Reply:
@@ -177,10 +180,9 @@ class LLMClient(LLM):
                 status = exc.status_code
                 last = f"HTTP {status}" + (f" ({self.scrub(server_message(exc))})" if server_message(exc) else "")
                 if status not in RETRY_STATUSES:
-                    message = f"{self.where()}: {last}"
-                    if status in (401, 403) and self._fatal is None:
-                        self._fatal = lambda: LLMRequestError(message, status)
-                    raise LLMRequestError(message, status) from None
+                    error = partial(LLMRequestError, f"{self.where()}: {last}", status)
+                    self._fatal = self._fatal or (error if status in (401, 403) else None)
+                    raise error() from None
                 kind = "rate_limited" if status == 429 else "server_error"
                 wait_hint = retry_after(exc.response.headers)
             except (openai.APITimeoutError, TimeoutError, httpx.TimeoutException):
@@ -189,12 +191,11 @@ class LLMClient(LLM):
             except (openai.APIConnectionError, httpx.TransportError, _Dropped) as exc:
                 kind, last = "connection", f"connection failed ({self.scrub(str(exc.__cause__ or exc))})"
             except BadAnswer as exc:
-                message = (f"{self.where()} answered {PATHS[request.kind]} with something that is not a completion: "
-                           f"{self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it usually ends in /v1), "
-                           f"and --api ({request.kind}) one it serves?")
-                if self._fatal is None:
-                    self._fatal = lambda: LLMAnswerError(message)
-                raise LLMAnswerError(message) from None
+                error = partial(LLMAnswerError, f"{self.where()} answered {PATHS[request.kind]} with something that is "
+                                f"not a completion: {self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it "
+                                f"usually ends in /v1), and --api ({request.kind}) one it serves?")
+                self._fatal = self._fatal or error
+                raise error() from None
             else:
                 self.breaker.success()
                 return reply

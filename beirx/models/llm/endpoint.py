@@ -46,7 +46,6 @@ class Endpoint:
     deadline: float | None = None
     attempts: int = 6
     backoff: float = 1.0
-    max_backoff: float = 60.0
     breaker_failures: int = 10
     breaker_seconds: float = 30.0
 
@@ -68,7 +67,7 @@ class Endpoint:
             raise BeirxError(f"LLM endpoint: concurrency must be at most {MAX_CONCURRENCY} requests in flight, got "
                              f"{self.concurrency}")
         for name, least in (("timeout", "above 0"), ("deadline", "above 0"), ("backoff", "0 or more"),
-                            ("max_backoff", "0 or more"), ("breaker_seconds", "0 or more")):
+                            ("breaker_seconds", "0 or more")):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and (value > 0 or (value == 0 and least != "above 0"))):
                 raise BeirxError(f"LLM endpoint: {name} must be a finite number of seconds {least}, got {value}")

@@ -144,12 +144,11 @@ class UnitEngine:
                 joined.candidate = texts[0] + gap + texts[1]
         return joined
 
-    async def run(self, unit: Unit, ask: Callable[[Request], Awaitable[Reply | str]],
-                  attempts: Attempts | None = None) -> Attempts:
+    async def run(self, unit: Unit, ask: Callable[[Request], Awaitable[Reply | str]]) -> Attempts:
         """Ask about ``unit`` until it is accepted or its retries are spent, splitting it when needed. ``ask``
         returns the reply, or a rejection reason (e.g. :data:`REFUSED`) instead of one; what it raises
         propagates (the unit is not concluded: a rerun asks again)."""
-        attempts = attempts or Attempts()
+        attempts = Attempts()
         while True:
             step = self.record(unit, attempts, await ask(self.request(unit, attempts)))
             if step == SPLIT:

@@ -1,13 +1,12 @@
-"""The one interface every LLM user codes against (translation, the judge, the LLM rerankers), served by
-a server through :class:`~beirx.models.llm.client.LLMClient` or a causal LM in this process through
-:class:`~beirx.models.llm.local.LocalLLM` (:func:`beirx.models.llm.connect` picks one). Same requests, same
-replies, same usage meter, so a stage runs on either with the same code.
+"""The one interface every LLM user codes against, served by :class:`~beirx.models.llm.client.LLMClient` or
+:class:`~beirx.models.llm.local.LocalLLM` (:mod:`beirx.models.llm` says when each): same requests, same replies,
+same usage meter, so a stage runs on either with the same code.
 
 Both run their requests on an event loop of their own, in a daemon thread started at the first request:
-stage code that is not async calls :meth:`LLM.call` / :meth:`LLM.call_many`, async code awaits
-:meth:`LLM.acall` from any loop, and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on
-the LLM's loop (its ``await acall`` then costs no thread hop). Every request reserves its worst case against
-the meter's spending cap before it is sent and is settled with the usage of its answer.
+stage code that is not async calls :meth:`LLM.call_many`, async code awaits :meth:`LLM.acall` from any loop,
+and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on the LLM's loop (its ``await acall``
+then costs no thread hop). Every request reserves its worst case against the meter's spending cap before it is
+sent and is settled with the usage of its answer.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ class LLM:
 
     backend: str
     model: str
+    location: str
 
     def __init__(self, meter: UsageMeter | None, thread_name: str):
         self.meter = meter if meter is not None else UsageMeter()
@@ -37,10 +37,6 @@ class LLM:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
-
-    @property
-    def location(self) -> str:
-        raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -70,19 +66,12 @@ class LLM:
     def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         """Run ``coroutine`` on the LLM's loop, from any thread; the future holds its result."""
         self._start()
-        return self._submit(coroutine)
-
-    def _submit(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         with self._loop_lock:
             if self._loop is None:
                 self._loop = asyncio.new_event_loop()
                 self._thread = threading.Thread(target=self._loop.run_forever, name=self._thread_name, daemon=True)
                 self._thread.start()
             return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    def call(self, request: Request) -> Reply:
-        """Send ``request`` and wait for its reply (synchronous code)."""
-        return self.schedule(self.acall(request)).result()
 
     def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
         """Send all ``requests`` concurrently; replies in request order. With ``return_exceptions`` a failed
@@ -98,7 +87,7 @@ class LLM:
 
     async def acall(self, request: Request) -> Reply:
         """Await ``request`` from any event loop."""
-        if not self._here():
+        if asyncio.get_running_loop() is not self._loop:
             return await asyncio.wrap_future(self.schedule(self.acall(request)))
         reserved = self.meter.reserve(request.worst_case())
         usage = None
@@ -108,12 +97,6 @@ class LLM:
             return reply
         finally:
             self.meter.settle(reserved, usage)
-
-    def _here(self) -> bool:
-        try:
-            return asyncio.get_running_loop() is self._loop
-        except RuntimeError:
-            return False
 
     def close(self) -> None:
         """Stop the LLM's loop and join its thread (idempotent; a later request starts them again)."""

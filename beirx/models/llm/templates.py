@@ -75,16 +75,13 @@ class PromptFile:
         return node
 
     def fill(self, *keys: str, **values: Any) -> str:
-        """The template at ``keys`` filled with ``values`` (``str.format``), an error naming the template and
-        the unknown field."""
-        where = f"{self.source}: {'.'.join(keys)}"
+        """The template at ``keys`` filled with ``values`` (``str.format``); when it cannot be, the error of
+        :meth:`check` (naming the template and the unknown field), else the formatting error."""
         try:
             return self.get(*keys).format_map(values)
-        except KeyError as exc:
-            raise BeirxError(f"{where}: unknown field {{{exc.args[0]}}}; known fields: "
-                             f"{', '.join('{' + k + '}' for k in sorted(values))}") from None
-        except (ValueError, IndexError) as exc:
-            raise BeirxError(f"{where}: {exc} (write a literal brace as {{{{ or }}}})") from None
+        except (KeyError, ValueError, IndexError) as exc:
+            self.check(keys, values)
+            raise BeirxError(f"prompt file {self.source}: {'.'.join(keys)}: {exc}") from None
 
     def check(self, keys: tuple[str, ...], fields: Iterable[str], required: str | None = None) -> None:
         """Fail now, before any request, naming the file and the key, when the template at ``keys`` is not a
