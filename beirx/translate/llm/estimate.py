@@ -16,6 +16,7 @@ from typing import Any
 
 from beirx.models.llm import Usage
 from beirx.models.llm.calls import CHAT_FRAMING_TOKENS
+from beirx.models.llm.engine import Attempts, Unit
 from beirx.translate.llm.units import unmark
 
 OUTPUT_RATIO = 1.3
@@ -32,11 +33,10 @@ class Estimate:
         translator = self.translator
         for segment in segments:
             kind, text = unmark(segment)
-            unit_tokens = translator.count_tokens(text)
-            request = translator.prompts.request(kind, text, translator.max_tokens_for(text))
+            request = translator.engine.request(Unit(kind, text), Attempts())
             self.requests += 1
             self.prompt_tokens += translator.count_tokens(request.text) + CHAT_FRAMING_TOKENS * len(request.messages)
-            self.completion_tokens += math.ceil(unit_tokens * OUTPUT_RATIO)
+            self.completion_tokens += math.ceil(translator.count_tokens(text) * OUTPUT_RATIO)
 
     def as_dict(self) -> dict[str, Any]:
         prices = self.translator.prices

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from beirx.errors import BeirxError
 from beirx.models.llm import CHAT, COMPLETIONS, PromptFile, Request
@@ -45,9 +44,6 @@ class TranslationPrompts:
             if not self.examples:
                 log.warning("the prompt file has no few-shot examples for %s ([completions.examples.%s]); base "
                             "models are then prompted zero-shot", tgt, tgt)
-
-    def describe(self) -> dict[str, Any]:
-        return self.file.describe()
 
     def request(self, kind: str, text: str, max_tokens: int, rejected: list[str] | None = None) -> Request:
         """The request translating unit ``text`` of ``kind`` (``rejected``: why the last answer was rejected)."""

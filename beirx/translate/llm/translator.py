@@ -1,15 +1,12 @@
-"""The translation loop both LLM backends share: prompt, validate, retry stricter, split, fall back or flag.
+"""The translation task both LLM backends share: prompt, validate, fall back or flag.
 
 For each unit (:mod:`.units`), :class:`beirx.models.llm.engine.UnitEngine` (the one loop of every LLM
-stage, live and Batch) asks with this module's request (:mod:`.prompts`) and check (:mod:`.validate`):
-
-1. an accepted answer is the translation. A rejected one is sent again with the stricter prompt (naming what
-   was wrong), up to ``retries`` times. An answer cut at ``max_tokens`` (or a request the server refuses,
-   e.g. over its context) splits the unit in two at a line, else a sentence boundary, and each half goes
-   through the same loop; a single sentence instead gets twice the ``max_tokens``;
-2. still rejected: the ``fallback`` translator (any other beirx backend, sentence by sentence, line by line)
-   translates it; without one, the last answer that is only *softly* wrong is written, else the source
-   text is kept, and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
+stage, live and Batch: a rejected answer asked again with the stricter prompt naming what was wrong, a unit
+cut at ``max_tokens`` split in two) asks with this module's request (:mod:`.prompts`), check
+(:mod:`.validate`) and cut (at the middle line, else sentence boundary). A unit still rejected after
+``retries`` is translated by the ``fallback`` translator (any other beirx backend, sentence by sentence, line
+by line); without one, the last answer that is only *softly* wrong is written, else the source text is kept,
+and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
 
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
 not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
@@ -25,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,7 +35,7 @@ from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
 from beirx.translate.llm.prompts import TranslationPrompts
 from beirx.translate.llm.units import unmark
-from beirx.translate.llm.validate import LENGTH_BOUNDS, Validator
+from beirx.translate.llm.validate import LENGTH_BOUNDS, PLACEHOLDER, Validator
 from beirx.translate.segment import split_sentences
 
 log = logging.getLogger(__name__)
@@ -48,7 +44,6 @@ at_least_16 = checked(int, lambda v: v >= 16, "at least 16", "at_least_16")
 int_ = checked(int, lambda v: True, "an integer", "int_")
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
-_PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
 
 class LLMTranslator(Translator):
@@ -99,7 +94,6 @@ class LLMTranslator(Translator):
         params = {key: getattr(args, key) for key in cls._FLAG_OPTIONS if getattr(args, key, None) is not None}
         return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
 
-    max_batch_size = 32
     document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
 
@@ -119,6 +113,8 @@ class LLMTranslator(Translator):
         self.prompts = TranslationPrompts(src, tgt, api, prompt_file, self.glossary,
                                           option(self.name, "temperature", temperature, non_negative_float),
                                           None if seed in (None, "", "none") else option(self.name, "seed", seed, int_))
+        self.api = api
+        self.one_line_units = api != CHAT  # units of one line: a completion stops at the end of the line
         bounds = LENGTH_BOUNDS
         if length_bounds:
             parts = str(length_bounds).split(",") if isinstance(length_bounds, str) else list(length_bounds)
@@ -137,14 +133,6 @@ class LLMTranslator(Translator):
         self.engine = UnitEngine(self, self.retries)
 
     # -- what the pipeline asks ------------------------------------------------------------------------------
-    @property
-    def api(self) -> str:
-        return self.prompts.api
-
-    @property
-    def one_line_units(self) -> bool:  # a completion stops at the end of the line
-        return self.api != CHAT
-
     def count_tokens(self, text: str) -> int:  # the planner's unit budget and max_tokens: the model's tokens
         return self.counter.count(text)
 
@@ -156,7 +144,7 @@ class LLMTranslator(Translator):
     def describe(self) -> dict[str, Any]:
         """What changes a translation (the memory key): model, api, prompts, glossary, sampling. Not the
         server's address, limits, retries or fallback (the memory's notes say what each unit went through)."""
-        described = {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.describe(),
+        described = {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.file.describe(),
                      "temperature": self.prompts.temperature, "seed": self.prompts.seed}
         if self.glossary:
             described["glossary_sha256"] = self.glossary.sha256
@@ -182,10 +170,7 @@ class LLMTranslator(Translator):
         return self.llm.schedule(self.translate_unit(segment))
 
     def translate_batch(self, segments: list[str]) -> list[str]:
-        async def batch():
-            return await asyncio.gather(*(self.translate_unit(s) for s in segments))
-
-        return self.llm.schedule(batch()).result()
+        return [future.result() for future in [self.submit_unit(segment) for segment in segments]]
 
     async def translate_unit(self, segment: str) -> Checked:
         kind, text = unmark(segment)
@@ -207,7 +192,8 @@ class LLMTranslator(Translator):
 
     # -- the engine's task ---------------------------------------------------------------------------------
     def max_tokens(self, unit: Unit) -> int:
-        return self.max_tokens_for(unit.text)
+        """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
+        return int(self.count_tokens(unit.text) * OUTPUT_FACTOR) + 16
 
     def request(self, unit: Unit, attempts: Attempts) -> Request:
         return self.prompts.request(unit.kind, unit.text, attempts.max_tokens, attempts.reasons or None)
@@ -234,13 +220,8 @@ class LLMTranslator(Translator):
                 return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
                                             "fallback": self.fallback_name}, usage)
             note["reasons"] = list(dict.fromkeys(note["reasons"] + ["fallback_failed"]))
-        if result.candidate is not None:
-            return Checked(result.candidate, {**note, "written": "llm"}, usage)
-        return Checked(text, {**note, "written": "source"}, usage)
-
-    def max_tokens_for(self, text: str) -> int:
-        """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
-        return int(self.count_tokens(text) * OUTPUT_FACTOR) + 16
+        kept = result.candidate is not None  # the last softly wrong answer, else the source
+        return Checked(result.candidate if kept else text, {**note, "written": "llm" if kept else "source"}, usage)
 
     def _fall_back(self, text: str) -> str | None:
         """The fallback backend's translation of a unit, line by line and sentence by sentence; None when it
@@ -251,14 +232,13 @@ class LLMTranslator(Translator):
         with self._fallback_lock:
             if self._fallback is None:
                 self._fallback = TRANSLATORS.get(self.fallback_name)(self.src, self.tgt)
-            lines = text.split("\n")
             try:
-                out = translate_texts(self._fallback, lines)
+                out = translate_texts(self._fallback, text.split("\n"))
             except BeirxError as exc:
                 log.warning("fallback %s failed: %s", self.fallback_name, exc)
                 return None
         if any(not line.strip() or "\n" in line for line in out) or \
-                sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall("\n".join(out))):
+                sorted(PLACEHOLDER.findall(text)) != sorted(PLACEHOLDER.findall("\n".join(out))):
             return None
         return "\n".join(out)
 
@@ -289,8 +269,6 @@ def _halves(text: str, lang: str) -> tuple[str, str, str] | None:
     gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
     if not gaps:
         return None
-    before = [len("".join(p for p, _ in pieces[:i])) for i in gaps]
-    cut = min(range(len(gaps)), key=lambda k: abs(before[k] - len(text) / 2))
-    i = gaps[cut]
+    i = min(gaps, key=lambda i: abs(len("".join(p for p, _ in pieces[:i])) - len(text) / 2))
     return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
 
