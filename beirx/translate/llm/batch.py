@@ -133,7 +133,6 @@ class BatchExecutor:
         return {"rounds": [], "units": {}}
 
     def _save(self, state: dict[str, Any]) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_writer(self.state_path) as out:
             json.dump(state, out, ensure_ascii=False)
 

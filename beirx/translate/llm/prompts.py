@@ -19,7 +19,6 @@ from beirx.translate.llm.glossary import Glossary
 
 log = logging.getLogger(__name__)
 
-APIS = (CHAT, COMPLETIONS)
 #: The templates of each API and the fields each is filled with besides the languages' (``{text}``: required).
 TEMPLATES = {CHAT: {"system": ("glossary",), "strict": ("reasons",), "query": ("text",), "document": ("text",),
                     "glossary": ("terms",)},
@@ -32,7 +31,7 @@ class TranslationPrompts:
                  glossary: Glossary | None = None, temperature: float = 0.0, seed: int | None = 0):
         from beirx.language_packs import get_pack
 
-        if api not in APIS:
+        if api not in TEMPLATES:
             raise BeirxError(f"unknown --api {api!r}; choose chat or completions")
         self.api, self.glossary, self.temperature, self.seed = api, glossary, temperature, seed
         self.file = PromptFile.load("beirx.translate.llm", "prompts.toml", prompt_file)

@@ -11,10 +11,7 @@ and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
 not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
 that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
-stays pending and a rerun sends it.
-
-A backend only chooses where the answers come from: its constructor sets ``self.llm``
-(:class:`beirx.models.llm.LLM`, a server's client or a causal LM in this process).
+stays pending and a rerun sends it. A backend only chooses where the answers come from (``llm``).
 """
 
 from __future__ import annotations
@@ -47,11 +44,9 @@ OUTPUT_FACTOR = 2.5
 
 
 class LLMTranslator(Translator):
-    """Options (``--translator-option KEY=VALUE``; the common ones also have their own flags): ``api``
-    (chat | completions), ``prompt_file``, ``glossary``, ``retries`` (answers sent again with a stricter
-    prompt, default 2), ``fallback`` (another backend's name), ``unit_tokens`` (document unit budget,
-    default 1000), ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds`` (``LO,HI``),
-    ``price_in``/``price_out`` (USD per million tokens), ``max_cost`` (USD)."""
+    """Options (``--translator-option KEY=VALUE``): those of the flags below (:meth:`add_arguments` says what
+    each means and its default), and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds``
+    (``LO,HI``: the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
 
     #: ``beirx translate`` flags and the options they set (each given only when used, so a backend that lacks
     #: the option, e.g. ``hf-llm`` and ``base_url``, refuses it by name).
@@ -202,7 +197,17 @@ class LLMTranslator(Translator):
         return self.validator.check(unit.kind, unit.text, reply)
 
     def halves(self, unit: Unit) -> tuple[str, str, str] | None:
-        return _halves(unit.text, self.src)
+        """``(left, separator, right)`` of a unit cut at its middle line, else its middle sentence boundary."""
+        lines = unit.text.split("\n")
+        if len(lines) > 1:
+            middle = len(lines) // 2
+            return "\n".join(lines[:middle]), "\n", "\n".join(lines[middle:])
+        pieces = split_sentences(unit.text, self.src)
+        gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
+        if not gaps:
+            return None
+        i = min(gaps, key=lambda i: abs(len("".join(p for p, _ in pieces[:i])) - len(unit.text) / 2))
+        return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
 
     def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
@@ -257,18 +262,3 @@ class LLMTranslator(Translator):
         return {**self.settings(), "this_run": {**tally, "transport_retries": transport["retries"],
                                                  "transport_failures": transport["transient_failures"],
                                                  "cost_usd": round(cost, 6), **self.prices.describe()}}
-
-
-def _halves(text: str, lang: str) -> tuple[str, str, str] | None:
-    """``(left, separator, right)`` of a unit cut at its middle line, else its middle sentence boundary."""
-    lines = text.split("\n")
-    if len(lines) > 1:
-        middle = len(lines) // 2
-        return "\n".join(lines[:middle]), "\n", "\n".join(lines[middle:])
-    pieces = split_sentences(text, lang)
-    gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
-    if not gaps:
-        return None
-    i = min(gaps, key=lambda i: abs(len("".join(p for p, _ in pieces[:i])) - len(text) / 2))
-    return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
-

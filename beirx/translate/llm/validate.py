@@ -154,11 +154,10 @@ class Validator:
         if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(reasons):  # (said already)
             reasons.append("added_sentences")
             verdict.details["sentences"] = counts
-        if self.glossary is not None:
-            missing = self.glossary.missing(source, text)
-            if missing:
-                reasons.append("glossary")
-                verdict.details["glossary"] = missing
+        missing = self.glossary.missing(source, text) if self.glossary is not None else []
+        if missing:
+            reasons.append("glossary")
+            verdict.details["glossary"] = missing
         if checks.repetition(source, text):
             reasons.append("repetition")
 
