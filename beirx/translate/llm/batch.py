@@ -109,10 +109,7 @@ class BatchExecutor:
         return round_
 
     def _wait(self, round_: dict[str, Any], state: dict[str, Any]) -> dict:
-        while True:
-            batch = self.api.retrieve(round_["batch"])
-            if batch["status"] in DONE:
-                break
+        while (batch := self.api.retrieve(round_["batch"]))["status"] not in DONE:
             counts = batch.get("request_counts") or {}
             log.info("batch %s: %s (%s/%s done)", round_["batch"], batch["status"], counts.get("completed", "?"),
                      counts.get("total", "?"))

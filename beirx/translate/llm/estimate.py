@@ -1,11 +1,10 @@
-"""What an LLM run will cost before it runs (``--dry-run``); ``--max-cost`` is enforced while it runs.
+"""What an LLM run will cost before it runs (``--dry-run``; ``--max-cost`` is enforced while it runs, as
+:mod:`beirx.translate.budget` says).
 
-The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the
-backend's counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as
-``method``); the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a
-European language runs 1-1.3x the English). Retries come on top (each rejected answer costs one more
-request). During the run the shared client reserves every request's worst case against ``--max-cost`` and
-stops before the cap could be crossed (:class:`beirx.models.llm.UsageMeter`); what was done stays committed.
+The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the backend's
+counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as ``method``);
+the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a European language
+runs 1-1.3x the English). Retries come on top (each rejected answer costs one more request).
 """
 
 from __future__ import annotations

@@ -57,10 +57,9 @@ class Tally:
             self.completion_tokens += usage[1]
             self.requests += usage[2]
             self.stripped.update(output.stripped)
-            note = output.note
-            self.units[note["outcome"] if note else "accepted"] += 1
-            if note:
-                self.reasons.update(note["reasons"])
+            note = output.note or {"outcome": "accepted", "reasons": ()}
+            self.units[note["outcome"]] += 1
+            self.reasons.update(note["reasons"])
 
     def __bool__(self) -> bool:
         return bool(self.units)

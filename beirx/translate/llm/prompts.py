@@ -46,7 +46,8 @@ class TranslationPrompts:
 
     def request(self, kind: str, text: str, max_tokens: int, rejected: list[str] | None = None) -> Request:
         """The request translating unit ``text`` of ``kind`` (``rejected``: why the last answer was rejected)."""
-        glossary = self._glossary(text)
+        entries = self.glossary.relevant(text) if self.glossary else []  # the glossary lines of this unit's terms
+        glossary = self.file.fill(self.api, "glossary", **self.fields, terms=Glossary.lines(entries)) if entries else ""
         if self.api == COMPLETIONS:
             return self._completion(text, max_tokens, glossary, rejected)
         system = self.file.fill(CHAT, "system", **self.fields, glossary=glossary)
@@ -66,9 +67,3 @@ class TranslationPrompts:
         prompt += self.file.fill(COMPLETIONS, "unit", **self.fields, text=text)
         return Request.completion(prompt, max_tokens=max_tokens, stop=("\n",), temperature=self.temperature,
                                   seed=self.seed)
-
-    def _glossary(self, text: str) -> str:
-        entries = self.glossary.relevant(text) if self.glossary else []
-        if not entries:
-            return ""
-        return self.file.fill(self.api, "glossary", **self.fields, terms=Glossary.lines(entries))

@@ -139,11 +139,9 @@ class LLMTranslator(Translator):
     def describe(self) -> dict[str, Any]:
         """What changes a translation (the memory key): model, api, prompts, glossary, sampling. Not the
         server's address, limits, retries or fallback (the memory's notes say what each unit went through)."""
-        described = {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.file.describe(),
-                     "temperature": self.prompts.temperature, "seed": self.prompts.seed}
-        if self.glossary:
-            described["glossary_sha256"] = self.glossary.sha256
-        return described
+        return {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.file.describe(),
+                "temperature": self.prompts.temperature, "seed": self.prompts.seed,
+                **({"glossary_sha256": self.glossary.sha256} if self.glossary else {})}
 
     def settings(self) -> dict[str, Any]:
         """The run's settings for the manifest (beyond :meth:`describe`)."""

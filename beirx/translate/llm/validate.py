@@ -150,7 +150,8 @@ class Validator:
             if what:
                 reasons.append(reason)
                 verdict.details[reason] = what
-        counts = [_sentences(part, lang) for part, lang in ((source, self.src), (text, self.tgt))]
+        counts = [sum(1 for _, is_sentence in split_sentences(part, lang) if is_sentence)
+                  for part, lang in ((source, self.src), (text, self.tgt))]
         if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(reasons):  # (said already)
             reasons.append("added_sentences")
             verdict.details["sentences"] = counts
@@ -194,14 +195,8 @@ def _markup(text: str) -> set[str]:
     return {(m.group(1) or m.group(0)).lower() for m in _MARKUP.finditer(text)}
 
 
-def _sentences(text: str, lang: str) -> int:
-    return sum(1 for _, is_sentence in split_sentences(text, lang) if is_sentence)
-
-
 def _quoted(text: str) -> bool:
     """Whether ``text`` is one quotation: a pair of quotes around it and no other quote of that kind."""
-    for left, right in _QUOTES:
-        if len(text) > 2 and text[0] == left and text[-1] == right and \
-                text.count(left) + (text.count(right) if right != left else 0) == 2:
-            return True
-    return False
+    return len(text) > 2 and any(text[0] == left and text[-1] == right and
+                                 text.count(left) + (text.count(right) if right != left else 0) == 2
+                                 for left, right in _QUOTES)
