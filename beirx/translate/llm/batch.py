@@ -59,10 +59,8 @@ class BatchExecutor:
             for cid, reply in results.items():
                 if cid not in asked or isinstance(reply, TransportError):
                     continue  # committed before a kill, or not this run's; or no answer (below)
-                if isinstance(reply, LLMRequestError):
-                    reply = REFUSED
-                unit = asked[cid]
-                step = engine.record(unit.unit, unit.attempts, reply)
+                unit = asked[cid]  # a request the server refused (4xx) is the engine's REFUSED, as in a live run
+                step = engine.record(unit.unit, unit.attempts, REFUSED if isinstance(reply, LLMRequestError) else reply)
                 if step == SPLIT:
                     left, gap, right = engine.split(unit.unit)
                     unit.gap, unit.halves = gap, [_Open(left), _Open(right)]
