@@ -47,7 +47,8 @@ class TranslationPrompts:
     def request(self, kind: str, text: str, max_tokens: int, rejected: list[str] | None = None) -> Request:
         """The request translating unit ``text`` of ``kind`` (``rejected``: why the last answer was rejected)."""
         entries = self.glossary.relevant(text) if self.glossary else []  # the glossary lines of this unit's terms
-        glossary = self.file.fill(self.api, "glossary", **self.fields, terms=Glossary.lines(entries)) if entries else ""
+        terms = "\n".join(f"- {term} => {translation or 'keep'}" for term, translation in entries)
+        glossary = self.file.fill(self.api, "glossary", **self.fields, terms=terms) if entries else ""
         if self.api == COMPLETIONS:
             return self._completion(text, max_tokens, glossary, rejected)
         system = self.file.fill(CHAT, "system", **self.fields, glossary=glossary)
