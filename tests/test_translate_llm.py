@@ -402,6 +402,20 @@ def test_shards_and_ray_replicas_share_one_endpoint_budget(fake_llm, source, tmp
     assert [r["_id"] for r in rows(tmp_path / "out" / "corpus.jsonl")] == [d["_id"] for d in CORPUS]
 
 
+def test_a_checked_translation_crosses_processes_with_its_note_usage_and_wrappers():
+    import pickle
+
+    from beirx.translate.llm.outcome import Checked
+
+    sent = Checked("Hola.", {"outcome": "retried", "reasons": ["empty"], "attempts": 2, "written": "llm"},
+                   (120, 9, 2), ("quotes",))
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):  # Ray replicas send their results pickled
+        got = pickle.loads(pickle.dumps(sent, protocol))
+        assert (type(got), got, got.note, got.usage, got.stripped) == \
+            (Checked, "Hola.", {"outcome": "retried", "reasons": ["empty"], "attempts": 2, "written": "llm"},
+             (120, 9, 2), ("quotes",))
+
+
 def test_hf_llm_generates_in_process_in_batches_and_validates_the_same_way(tiny_causal_lm, source, tmp_path):
     from beirx.models.files import folder_checksum
     from beirx.translate.backends.hf_llm import HFLLMTranslator

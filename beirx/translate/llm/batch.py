@@ -2,10 +2,9 @@
 
 The executor takes every unit the pipeline claims, writes one Batch JSONL (one request per unit), uploads it,
 creates the batch and polls it; each answer goes through the same unit engine as a live one
-(:class:`beirx.models.llm.engine.UnitEngine`: the translator's validation, a stricter prompt for a rejected
-answer, a unit cut at ``max_tokens`` split in two) one round at a time: what the engine asks again (a
-rejected answer, the halves of a split unit) goes into the next round, until every unit is accepted or its
-retries are spent; then it falls back or is flagged as in a live run, and is committed at once.
+(:class:`beirx.models.llm.engine.UnitEngine`), one round at a time: what the engine asks again (a rejected
+answer, the halves of a split unit) goes into the next round, until every unit is accepted or its retries are
+spent; then it falls back or is flagged as in a live run, and is committed at once.
 
 Resumable after a kill at any point: the state file (``batches/<system>.json`` beside the translation
 memory) is written after each step (file uploaded, batch created, round ingested), and holds each open unit's
@@ -16,12 +15,11 @@ output is idempotent.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 import hashlib
 import json
 import logging
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +46,8 @@ class BatchExecutor:
         self.poll_seconds = poll_seconds
 
     def map(self, work: Work) -> Done:
-        pending: dict[str, tuple[str, str]] = {}  # custom_id -> (batch key, segment)
-        for key, segments in work:
-            for segment in segments:
-                pending[_custom_id(segment)] = (key, segment)
+        # custom_id -> (batch key, segment)
+        pending = {_custom_id(segment): (key, segment) for key, segments in work for segment in segments}
         state = self._load()
         engine = self.translator.engine
         units = {cid: _Open.load(state["units"].get(cid), *unmark(segment)) for cid, (_, segment) in pending.items()}
@@ -63,10 +59,8 @@ class BatchExecutor:
             for cid, reply in results.items():
                 if cid not in asked or isinstance(reply, TransportError):
                     continue  # committed before a kill, or not this run's; or no answer (below)
-                if isinstance(reply, LLMRequestError):
-                    reply = REFUSED
-                unit = asked[cid]
-                step = engine.record(unit.unit, unit.attempts, reply)
+                unit = asked[cid]  # a request the server refused (4xx) is the engine's REFUSED, as in a live run
+                step = engine.record(unit.unit, unit.attempts, REFUSED if isinstance(reply, LLMRequestError) else reply)
                 if step == SPLIT:
                     left, gap, right = engine.split(unit.unit)
                     unit.gap, unit.halves = gap, [_Open(left), _Open(right)]
@@ -78,15 +72,14 @@ class BatchExecutor:
                 rounds[cid] = rounds.get(cid, 0) + 1
                 if rounds[cid] > self.translator.retries:
                     unanswered[cid] = str(results.get(cid) or f"no answer in batch {round_['batch']}")
-                    top = cid.split("/")[0]
-                    pending.pop(top, None)
+                    pending.pop(cid.split("/")[0], None)
                     del rounds[cid]
             for top in list(pending):
                 attempts = units[top].result(engine)
                 if attempts is not None:
                     key, segment = pending.pop(top)
                     yield key, [segment], [self.translator.conclude(unmark(segment)[1], attempts)]
-            state["units"] = {top: units[top].dump() for top in pending}
+            state["units"] = {top: asdict(units[top]) for top in pending}
             round_["ingested"] = True
             self._save(state)
         state.pop("unanswered", None)  # a rerun starts them afresh
@@ -97,31 +90,24 @@ class BatchExecutor:
                                  "submits them again")
 
     def _open_round(self, state: dict[str, Any], asked: dict[str, _Open]) -> dict[str, Any]:
-        """The round in flight (after a kill), else a new one for the units to ask."""
-        for round_ in state["rounds"]:
-            if not round_.get("ingested") and set(round_["ids"]) & set(asked):
-                if round_.get("batch"):
-                    log.info("resuming batch %s (%d units)", round_["batch"], len(round_["ids"]))
-                    return round_
-                round_["batch"] = self.api.create(round_["file"], self.translator.api)
-                self._save(state)
-                return round_
-        engine = self.translator.engine
-        requests = [(cid, engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
-        round_ = {"ids": [cid for cid, _ in requests], "file": None, "batch": None}
-        round_["file"] = self.api.upload(self.api.jsonl(requests))
-        state["rounds"].append(round_)
-        self._save(state)
+        """The round in flight (after a kill: its file uploaded, its batch perhaps created), else a new one for
+        the units to ask."""
+        round_ = next((r for r in state["rounds"] if not r.get("ingested") and set(r["ids"]) & set(asked)), None)
+        if round_ is None:
+            requests = [(cid, self.translator.engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
+            round_ = {"ids": list(asked), "file": self.api.upload(self.api.jsonl(requests)), "batch": None}
+            state["rounds"].append(round_)
+            self._save(state)
+        elif round_.get("batch"):
+            log.info("resuming batch %s (%d units)", round_["batch"], len(round_["ids"]))
+            return round_
         round_["batch"] = self.api.create(round_["file"], self.translator.api)
         self._save(state)
-        log.info("batch %s submitted: %d units", round_["batch"], len(requests))
+        log.info("batch %s submitted: %d units", round_["batch"], len(round_["ids"]))
         return round_
 
     def _wait(self, round_: dict[str, Any], state: dict[str, Any]) -> dict:
-        while True:
-            batch = self.api.retrieve(round_["batch"])
-            if batch["status"] in DONE:
-                break
+        while (batch := self.api.retrieve(round_["batch"]))["status"] not in DONE:
             counts = batch.get("request_counts") or {}
             log.info("batch %s: %s (%s/%s done)", round_["batch"], batch["status"], counts.get("completed", "?"),
                      counts.get("total", "?"))
@@ -142,7 +128,6 @@ class BatchExecutor:
         return {"rounds": [], "units": {}}
 
     def _save(self, state: dict[str, Any]) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_writer(self.state_path) as out:
             json.dump(state, out, ensure_ascii=False)
 
@@ -174,10 +159,6 @@ class _Open:
             return self.attempts if self.done else None
         parts = [half.result(engine) for half in self.halves]
         return None if None in parts else engine.join(self.attempts, self.gap, *parts)
-
-    def dump(self) -> dict[str, Any]:
-        return {"unit": dataclasses.asdict(self.unit), "attempts": dataclasses.asdict(self.attempts),
-                "done": self.done, "gap": self.gap, "halves": [h.dump() for h in self.halves]}
 
     @classmethod
     def load(cls, saved: dict[str, Any] | None, kind: str, text: str) -> _Open:

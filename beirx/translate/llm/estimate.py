@@ -1,11 +1,10 @@
-"""What an LLM run will cost before it runs (``--dry-run``); ``--max-cost`` is enforced while it runs.
+"""What an LLM run will cost before it runs (``--dry-run``; ``--max-cost`` is enforced while it runs, as
+:mod:`beirx.translate.budget` says).
 
-The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the
-backend's counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as
-``method``); the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a
-European language runs 1-1.3x the English). Retries come on top (each rejected answer costs one more
-request). During the run the shared client reserves every request's worst case against ``--max-cost`` and
-stops before the cap could be crossed (:class:`beirx.models.llm.UsageMeter`); what was done stays committed.
+The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the backend's
+counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as ``method``);
+the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a European language
+runs 1-1.3x the English). Retries come on top (each rejected answer costs one more request).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any
 
 from beirx.models.llm import Usage
 from beirx.models.llm.calls import CHAT_FRAMING_TOKENS
+from beirx.models.llm.engine import Attempts, Unit
 from beirx.translate.llm.units import unmark
 
 OUTPUT_RATIO = 1.3
@@ -32,11 +32,10 @@ class Estimate:
         translator = self.translator
         for segment in segments:
             kind, text = unmark(segment)
-            unit_tokens = translator.count_tokens(text)
-            request = translator.prompts.request(kind, text, translator.max_tokens_for(text))
+            request = translator.engine.request(Unit(kind, text), Attempts())
             self.requests += 1
             self.prompt_tokens += translator.count_tokens(request.text) + CHAT_FRAMING_TOKENS * len(request.messages)
-            self.completion_tokens += math.ceil(unit_tokens * OUTPUT_RATIO)
+            self.completion_tokens += math.ceil(translator.count_tokens(text) * OUTPUT_RATIO)
 
     def as_dict(self) -> dict[str, Any]:
         prices = self.translator.prices

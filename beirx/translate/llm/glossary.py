@@ -53,9 +53,5 @@ class Glossary:
         low = output.lower()
         return [term for term, translation in self.relevant(source) if (translation or term).lower() not in low]
 
-    @staticmethod
-    def lines(entries: list[tuple[str, str | None]]) -> str:
-        return "\n".join(f"- {term} => {translation or 'keep'}" for term, translation in entries)
-
     def describe(self) -> dict[str, object]:
         return {"file": self.path, "sha256": self.sha256, "entries": len(self.entries)}

@@ -25,7 +25,8 @@ RETRIED, FALLBACK, FLAGGED = "retried", "fallback", "flagged"
 class Checked(str):
     """A validated translation: the text, plus ``note`` (None when the first answer was accepted),
     ``usage`` (prompt tokens, completion tokens, requests) of every attempt, and the wrappers (a leaked
-    preamble, quotes ...) removed from the accepted answer."""
+    preamble, quotes ...) removed from the accepted answer. It pickles (to and from Ray replicas) with all
+    three, as a ``str`` subclass with instance attributes does."""
 
     note: dict[str, Any] | None
     usage: tuple[int, int, int]
@@ -36,9 +37,6 @@ class Checked(str):
         self = super().__new__(cls, text)
         self.note, self.usage, self.stripped = note, tuple(usage), tuple(stripped)
         return self
-
-    def __reduce__(self):  # pickled across processes (Ray replicas) with what it carries
-        return Checked, (str(self), self.note, self.usage, self.stripped)
 
 
 class Tally:
@@ -59,10 +57,9 @@ class Tally:
             self.completion_tokens += usage[1]
             self.requests += usage[2]
             self.stripped.update(output.stripped)
-            note = output.note
-            self.units[note["outcome"] if note else "accepted"] += 1
-            if note:
-                self.reasons.update(note["reasons"])
+            note = output.note or {"outcome": "accepted", "reasons": ()}
+            self.units[note["outcome"]] += 1
+            self.reasons.update(note["reasons"])
 
     def __bool__(self) -> bool:
         return bool(self.units)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from beirx.errors import BeirxError
 from beirx.models.llm import CHAT, COMPLETIONS, PromptFile, Request
@@ -20,7 +19,6 @@ from beirx.translate.llm.glossary import Glossary
 
 log = logging.getLogger(__name__)
 
-APIS = (CHAT, COMPLETIONS)
 #: The templates of each API and the fields each is filled with besides the languages' (``{text}``: required).
 TEMPLATES = {CHAT: {"system": ("glossary",), "strict": ("reasons",), "query": ("text",), "document": ("text",),
                     "glossary": ("terms",)},
@@ -33,7 +31,7 @@ class TranslationPrompts:
                  glossary: Glossary | None = None, temperature: float = 0.0, seed: int | None = 0):
         from beirx.language_packs import get_pack
 
-        if api not in APIS:
+        if api not in TEMPLATES:
             raise BeirxError(f"unknown --api {api!r}; choose chat or completions")
         self.api, self.glossary, self.temperature, self.seed = api, glossary, temperature, seed
         self.file = PromptFile.load("beirx.translate.llm", "prompts.toml", prompt_file)
@@ -46,12 +44,11 @@ class TranslationPrompts:
                 log.warning("the prompt file has no few-shot examples for %s ([completions.examples.%s]); base "
                             "models are then prompted zero-shot", tgt, tgt)
 
-    def describe(self) -> dict[str, Any]:
-        return self.file.describe()
-
     def request(self, kind: str, text: str, max_tokens: int, rejected: list[str] | None = None) -> Request:
         """The request translating unit ``text`` of ``kind`` (``rejected``: why the last answer was rejected)."""
-        glossary = self._glossary(text)
+        entries = self.glossary.relevant(text) if self.glossary else []  # the glossary lines of this unit's terms
+        terms = "\n".join(f"- {term} => {translation or 'keep'}" for term, translation in entries)
+        glossary = self.file.fill(self.api, "glossary", **self.fields, terms=terms) if entries else ""
         if self.api == COMPLETIONS:
             return self._completion(text, max_tokens, glossary, rejected)
         system = self.file.fill(CHAT, "system", **self.fields, glossary=glossary)
@@ -71,9 +68,3 @@ class TranslationPrompts:
         prompt += self.file.fill(COMPLETIONS, "unit", **self.fields, text=text)
         return Request.completion(prompt, max_tokens=max_tokens, stop=("\n",), temperature=self.temperature,
                                   seed=self.seed)
-
-    def _glossary(self, text: str) -> str:
-        entries = self.glossary.relevant(text) if self.glossary else []
-        if not entries:
-            return ""
-        return self.file.fill(self.api, "glossary", **self.fields, terms=Glossary.lines(entries))

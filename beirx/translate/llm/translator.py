@@ -1,23 +1,17 @@
-"""The translation loop both LLM backends share: prompt, validate, retry stricter, split, fall back or flag.
+"""The translation task both LLM backends share: prompt, validate, fall back or flag.
 
 For each unit (:mod:`.units`), :class:`beirx.models.llm.engine.UnitEngine` (the one loop of every LLM
-stage, live and Batch) asks with this module's request (:mod:`.prompts`) and check (:mod:`.validate`):
-
-1. an accepted answer is the translation. A rejected one is sent again with the stricter prompt (naming what
-   was wrong), up to ``retries`` times. An answer cut at ``max_tokens`` (or a request the server refuses,
-   e.g. over its context) splits the unit in two at a line, else a sentence boundary, and each half goes
-   through the same loop; a single sentence instead gets twice the ``max_tokens``;
-2. still rejected: the ``fallback`` translator (any other beirx backend, sentence by sentence, line by line)
-   translates it; without one, the last answer that is only *softly* wrong is written, else the source
-   text is kept, and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
+stage, live and Batch: a rejected answer asked again with the stricter prompt naming what was wrong, a unit
+cut at ``max_tokens`` split in two) asks with this module's request (:mod:`.prompts`), check
+(:mod:`.validate`) and cut (at the middle line, else sentence boundary). A unit still rejected after
+``retries`` is translated by the ``fallback`` translator (any other beirx backend, sentence by sentence, line
+by line); without one, the last answer that is only *softly* wrong is written, else the source text is kept,
+and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
 
 Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
 not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
 that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
-stays pending and a rerun sends it.
-
-A backend only chooses where the answers come from: its constructor sets ``self.llm``
-(:class:`beirx.models.llm.LLM`, a server's client or a causal LM in this process).
+stays pending and a rerun sends it. A backend only chooses where the answers come from (``llm``).
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,7 +32,7 @@ from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
 from beirx.translate.llm.prompts import TranslationPrompts
 from beirx.translate.llm.units import unmark
-from beirx.translate.llm.validate import LENGTH_BOUNDS, Validator
+from beirx.translate.llm.validate import LENGTH_BOUNDS, PLACEHOLDER, Validator
 from beirx.translate.segment import split_sentences
 
 log = logging.getLogger(__name__)
@@ -48,15 +41,12 @@ at_least_16 = checked(int, lambda v: v >= 16, "at least 16", "at_least_16")
 int_ = checked(int, lambda v: True, "an integer", "int_")
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
-_PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
 
 class LLMTranslator(Translator):
-    """Options (``--translator-option KEY=VALUE``; the common ones also have their own flags): ``api``
-    (chat | completions), ``prompt_file``, ``glossary``, ``retries`` (answers sent again with a stricter
-    prompt, default 2), ``fallback`` (another backend's name), ``unit_tokens`` (document unit budget,
-    default 1000), ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds`` (``LO,HI``),
-    ``price_in``/``price_out`` (USD per million tokens), ``max_cost`` (USD)."""
+    """Options (``--translator-option KEY=VALUE``): those of the flags below (:meth:`add_arguments` says what
+    each means and its default), and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds``
+    (``LO,HI``: the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
 
     #: ``beirx translate`` flags and the options they set (each given only when used, so a backend that lacks
     #: the option, e.g. ``hf-llm`` and ``base_url``, refuses it by name).
@@ -99,7 +89,6 @@ class LLMTranslator(Translator):
         params = {key: getattr(args, key) for key in cls._FLAG_OPTIONS if getattr(args, key, None) is not None}
         return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
 
-    max_batch_size = 32
     document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
 
@@ -119,6 +108,8 @@ class LLMTranslator(Translator):
         self.prompts = TranslationPrompts(src, tgt, api, prompt_file, self.glossary,
                                           option(self.name, "temperature", temperature, non_negative_float),
                                           None if seed in (None, "", "none") else option(self.name, "seed", seed, int_))
+        self.api = api
+        self.one_line_units = api != CHAT  # units of one line: a completion stops at the end of the line
         bounds = LENGTH_BOUNDS
         if length_bounds:
             parts = str(length_bounds).split(",") if isinstance(length_bounds, str) else list(length_bounds)
@@ -137,14 +128,6 @@ class LLMTranslator(Translator):
         self.engine = UnitEngine(self, self.retries)
 
     # -- what the pipeline asks ------------------------------------------------------------------------------
-    @property
-    def api(self) -> str:
-        return self.prompts.api
-
-    @property
-    def one_line_units(self) -> bool:  # a completion stops at the end of the line
-        return self.api != CHAT
-
     def count_tokens(self, text: str) -> int:  # the planner's unit budget and max_tokens: the model's tokens
         return self.counter.count(text)
 
@@ -156,11 +139,9 @@ class LLMTranslator(Translator):
     def describe(self) -> dict[str, Any]:
         """What changes a translation (the memory key): model, api, prompts, glossary, sampling. Not the
         server's address, limits, retries or fallback (the memory's notes say what each unit went through)."""
-        described = {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.describe(),
-                     "temperature": self.prompts.temperature, "seed": self.prompts.seed}
-        if self.glossary:
-            described["glossary_sha256"] = self.glossary.sha256
-        return described
+        return {"backend": self.name, "model": self.model, "api": self.api, **self.prompts.file.describe(),
+                "temperature": self.prompts.temperature, "seed": self.prompts.seed,
+                **({"glossary_sha256": self.glossary.sha256} if self.glossary else {})}
 
     def settings(self) -> dict[str, Any]:
         """The run's settings for the manifest (beyond :meth:`describe`)."""
@@ -182,10 +163,7 @@ class LLMTranslator(Translator):
         return self.llm.schedule(self.translate_unit(segment))
 
     def translate_batch(self, segments: list[str]) -> list[str]:
-        async def batch():
-            return await asyncio.gather(*(self.translate_unit(s) for s in segments))
-
-        return self.llm.schedule(batch()).result()
+        return [future.result() for future in [self.submit_unit(segment) for segment in segments]]
 
     async def translate_unit(self, segment: str) -> Checked:
         kind, text = unmark(segment)
@@ -207,7 +185,8 @@ class LLMTranslator(Translator):
 
     # -- the engine's task ---------------------------------------------------------------------------------
     def max_tokens(self, unit: Unit) -> int:
-        return self.max_tokens_for(unit.text)
+        """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
+        return int(self.count_tokens(unit.text) * OUTPUT_FACTOR) + 16
 
     def request(self, unit: Unit, attempts: Attempts) -> Request:
         return self.prompts.request(unit.kind, unit.text, attempts.max_tokens, attempts.reasons or None)
@@ -216,7 +195,17 @@ class LLMTranslator(Translator):
         return self.validator.check(unit.kind, unit.text, reply)
 
     def halves(self, unit: Unit) -> tuple[str, str, str] | None:
-        return _halves(unit.text, self.src)
+        """``(left, separator, right)`` of a unit cut at its middle line, else its middle sentence boundary."""
+        lines = unit.text.split("\n")
+        if len(lines) > 1:
+            middle = len(lines) // 2
+            return "\n".join(lines[:middle]), "\n", "\n".join(lines[middle:])
+        pieces = split_sentences(unit.text, self.src)
+        gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
+        if not gaps:
+            return None
+        i = min(gaps, key=lambda i: abs(len("".join(p for p, _ in pieces[:i])) - len(unit.text) / 2))
+        return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
 
     def conclude(self, text: str, result: Attempts) -> Checked:
         """The unit's translation and note once its attempts are over (falling back when they failed)."""
@@ -234,13 +223,8 @@ class LLMTranslator(Translator):
                 return Checked(translated, {**note, "outcome": FALLBACK, "written": "fallback",
                                             "fallback": self.fallback_name}, usage)
             note["reasons"] = list(dict.fromkeys(note["reasons"] + ["fallback_failed"]))
-        if result.candidate is not None:
-            return Checked(result.candidate, {**note, "written": "llm"}, usage)
-        return Checked(text, {**note, "written": "source"}, usage)
-
-    def max_tokens_for(self, text: str) -> int:
-        """The answer's ``max_tokens`` for a unit: :data:`OUTPUT_FACTOR` times its tokens, plus a margin."""
-        return int(self.count_tokens(text) * OUTPUT_FACTOR) + 16
+        kept = result.candidate is not None  # the last softly wrong answer, else the source
+        return Checked(result.candidate if kept else text, {**note, "written": "llm" if kept else "source"}, usage)
 
     def _fall_back(self, text: str) -> str | None:
         """The fallback backend's translation of a unit, line by line and sentence by sentence; None when it
@@ -251,14 +235,13 @@ class LLMTranslator(Translator):
         with self._fallback_lock:
             if self._fallback is None:
                 self._fallback = TRANSLATORS.get(self.fallback_name)(self.src, self.tgt)
-            lines = text.split("\n")
             try:
-                out = translate_texts(self._fallback, lines)
+                out = translate_texts(self._fallback, text.split("\n"))
             except BeirxError as exc:
                 log.warning("fallback %s failed: %s", self.fallback_name, exc)
                 return None
         if any(not line.strip() or "\n" in line for line in out) or \
-                sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall("\n".join(out))):
+                sorted(PLACEHOLDER.findall(text)) != sorted(PLACEHOLDER.findall("\n".join(out))):
             return None
         return "\n".join(out)
 
@@ -277,20 +260,3 @@ class LLMTranslator(Translator):
         return {**self.settings(), "this_run": {**tally, "transport_retries": transport["retries"],
                                                  "transport_failures": transport["transient_failures"],
                                                  "cost_usd": round(cost, 6), **self.prices.describe()}}
-
-
-def _halves(text: str, lang: str) -> tuple[str, str, str] | None:
-    """``(left, separator, right)`` of a unit cut at its middle line, else its middle sentence boundary."""
-    lines = text.split("\n")
-    if len(lines) > 1:
-        middle = len(lines) // 2
-        return "\n".join(lines[:middle]), "\n", "\n".join(lines[middle:])
-    pieces = split_sentences(text, lang)
-    gaps = [i for i, (_, is_segment) in enumerate(pieces) if not is_segment]
-    if not gaps:
-        return None
-    before = [len("".join(p for p, _ in pieces[:i])) for i in gaps]
-    cut = min(range(len(gaps)), key=lambda k: abs(before[k] - len(text) / 2))
-    i = gaps[cut]
-    return "".join(p for p, _ in pieces[:i]), pieces[i][0], "".join(p for p, _ in pieces[i + 1:])
-

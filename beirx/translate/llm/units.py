@@ -16,14 +16,13 @@ from __future__ import annotations
 import re
 
 QUERY, DOCUMENT = "query", "document"
-_PREFIX = {QUERY: "⟪query⟫ ", DOCUMENT: "⟪document⟫ "}
 _KIND = re.compile(r"⟪(query|document)⟫ ")
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 
 def mark(kind: str, text: str) -> str:
     """The segment an LLM backend receives for a unit of ``kind``."""
-    return _PREFIX[kind] + text
+    return f"⟪{kind}⟫ {text}"
 
 
 def unmark(segment: str) -> tuple[str, str]:

@@ -1,10 +1,8 @@
 """Every LLM output is checked before it is written: the failures published LLM-translated benchmarks shipped.
 
-A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons leave
-nothing usable to write (``empty``, ``refusal``, ``truncated``, ``line_count``, ``lost_placeholders``,
-``meta_commentary``); the others (``untranslated``, ``near_identical``, ``wrong_language``, ``length_ratio``, ``answered``,
-``question_lost``, ``lost_numbers``, ``lost_urls``, ``glossary``, ``repetition``) describe a translation
-that could still be written, flagged. The caller retries with a stricter prompt, then falls back or flags.
+A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons
+(:data:`HARD`) leave nothing usable to write; the others describe a translation that could still be written,
+flagged. The caller retries with a stricter prompt, then falls back or flags.
 
 * Wrappers a model puts around its translation are removed when they are recognisable, and the rest is
   checked: a first line announcing the translation ("Sure! Here is the translation:"), a label ("Spanish:"),
@@ -49,7 +47,7 @@ COMPACT_SCRIPTS = {"zh", "ja", "ko", "th", "lo", "km", "my", "bo"}
 MIN_CHARS_FOR_RATIO = 20
 MIN_LETTERS_FOR_LANGID = 20
 
-_PLACEHOLDER = re.compile(r"⟦\d+⟧")
+PLACEHOLDER = re.compile(r"⟦\d+⟧")
 _MARKUP = re.compile(r"<!--|-->|<\s*/?\s*([A-Za-z][\w:-]*)(?=[\s/>])[^<>]*>?")
 _LETTERS = re.compile(r"[^\W\d_]")
 _ANNOUNCE = re.compile(
@@ -91,8 +89,7 @@ class Validator:
         cleaned answer is its ``value`` when accepted, else its ``candidate`` unless a reason is hard."""
         verdict = self._check(kind, source, reply)
         if verdict.reasons:
-            hard = any(r in HARD for r in verdict.reasons)
-            verdict.value, verdict.candidate = None, None if hard else verdict.value
+            verdict.value, verdict.candidate = None, None if HARD & set(verdict.reasons) else verdict.value
         verdict.accepted = not verdict.reasons
         return verdict
 
@@ -120,9 +117,9 @@ class Validator:
             verdict.details["lines"] = [len(source_lines), len(output_lines)]
         else:
             verdict.value = text = "\n".join(output_lines)
-        if sorted(_PLACEHOLDER.findall(text)) != sorted(_PLACEHOLDER.findall(source)):
+        if sorted(PLACEHOLDER.findall(text)) != sorted(PLACEHOLDER.findall(source)):
             reasons.append("lost_placeholders")
-        self._content(kind, _PLACEHOLDER.sub("", source), _PLACEHOLDER.sub("", text), verdict)
+        self._content(kind, PLACEHOLDER.sub("", source), PLACEHOLDER.sub("", text), verdict)
         return verdict
 
     def _content(self, kind: str, source: str, text: str, verdict: Verdict) -> None:
@@ -143,36 +140,27 @@ class Validator:
                 verdict.details["length_ratio"] = round(ratio, 3)
         if kind == QUERY and source.rstrip()[-1:] in _QUESTION_MARKS and not any(m in text for m in _QUESTION_MARKS):
             reasons.append("question_lost")
-        lost = sorted(checks.numbers(source) - checks.numbers(text))
-        if lost:
-            reasons.append("lost_numbers")
-            verdict.details["lost_numbers"] = lost
-        lost_urls = sorted(u for u in checks.urls(source) if u not in text)
-        if lost_urls:
-            reasons.append("lost_urls")
-            verdict.details["lost_urls"] = lost_urls
-        self._additions(source, text, verdict)
-        if self.glossary is not None:
-            missing = self.glossary.missing(source, text)
-            if missing:
-                reasons.append("glossary")
-                verdict.details["glossary"] = missing
+        # what the answer lost of the source, then what it added (the first ten of each addition)
+        compared = {"lost_numbers": sorted(checks.numbers(source) - checks.numbers(text)),
+                    "lost_urls": sorted(u for u in checks.urls(source) if u not in text),
+                    "added_numbers": sorted(checks.numbers(text) - checks.numbers(source))[:10],
+                    "added_urls": sorted(u for u in checks.urls(text) if u not in source)[:10],
+                    "added_markup": sorted(_markup(text) - _markup(source))[:10]}
+        for reason, what in compared.items():
+            if what:
+                reasons.append(reason)
+                verdict.details[reason] = what
+        counts = [sum(1 for _, is_sentence in split_sentences(part, lang) if is_sentence)
+                  for part, lang in ((source, self.src), (text, self.tgt))]
+        if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(reasons):  # (said already)
+            reasons.append("added_sentences")
+            verdict.details["sentences"] = counts
+        missing = self.glossary.missing(source, text) if self.glossary is not None else []
+        if missing:
+            reasons.append("glossary")
+            verdict.details["glossary"] = missing
         if checks.repetition(source, text):
             reasons.append("repetition")
-
-    def _additions(self, source: str, text: str, verdict: Verdict) -> None:
-        """What the answer has and the source has not (see the module docstring)."""
-        added = {"added_numbers": sorted(checks.numbers(text) - checks.numbers(source)),
-                 "added_urls": sorted(u for u in checks.urls(text) if u not in source),
-                 "added_markup": sorted(_markup(text) - _markup(source))}
-        for reason, what in added.items():
-            if what:
-                verdict.reasons.append(reason)
-                verdict.details[reason] = what[:10]
-        counts = [_sentences(part, lang) for part, lang in ((source, self.src), (text, self.tgt))]
-        if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(verdict.reasons):  # (said already)
-            verdict.reasons.append("added_sentences")
-            verdict.details["sentences"] = counts
 
     def strip_wrappers(self, text: str, source: str) -> tuple[str, list[str]]:
         """``text`` without the recognisable wrappers listed in the module docstring, and which were removed."""
@@ -207,14 +195,8 @@ def _markup(text: str) -> set[str]:
     return {(m.group(1) or m.group(0)).lower() for m in _MARKUP.finditer(text)}
 
 
-def _sentences(text: str, lang: str) -> int:
-    return sum(1 for _, is_sentence in split_sentences(text, lang) if is_sentence)
-
-
 def _quoted(text: str) -> bool:
     """Whether ``text`` is one quotation: a pair of quotes around it and no other quote of that kind."""
-    for left, right in _QUOTES:
-        if len(text) > 2 and text[0] == left and text[-1] == right and \
-                text.count(left) + (text.count(right) if right != left else 0) == 2:
-            return True
-    return False
+    return len(text) > 2 and any(text[0] == left and text[-1] == right and
+                                 text.count(left) + (text.count(right) if right != left else 0) == 2
+                                 for left, right in _QUOTES)
