@@ -10,6 +10,7 @@ dense retrievers see them.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
-from beirx.translate.quality import base
 from beirx.translate.quality.base import FieldPairs
 
 log = logging.getLogger(__name__)
@@ -87,19 +87,13 @@ def scan(source: BeirDataset, translated: BeirDataset, name: str) -> Scan:
             found = Scan(lookup=dict(field_texts(translated, name, unique=True)))
 
 
-def chunks(source: BeirDataset, translated: BeirDataset, name: str, found: Scan,
-           keep: set[int] | None) -> Iterator[FieldPairs]:
-    """The field's pairs (those at the positions ``keep``, all when None) in chunks of :data:`base.CHUNK`."""
-    chunk = FieldPairs(name, ROLES[name], [], [], [])
-    position = -1
-    for item, text, out in _walk(source, translated, name, found.lookup):
-        if out is None or not text.strip():
-            continue
-        position += 1
-        if keep is None or position in keep:
-            chunk.ids.append(item), chunk.sources.append(text), chunk.translations.append(out)
-        if len(chunk) == base.CHUNK:
-            yield chunk
-            chunk = FieldPairs(name, ROLES[name], [], [], [])
-    if len(chunk):
-        yield chunk
+def chunks(source: BeirDataset, translated: BeirDataset, name: str, found: Scan, keep: set[int] | None,
+           size: int | None) -> Iterator[FieldPairs]:
+    """The field's pairs (those at the positions ``keep``, all when None) in chunks of ``size`` (None: the whole
+    field as one chunk, even an empty one)."""
+    rows = (row for row in _walk(source, translated, name, found.lookup) if row[2] is not None and row[1].strip())
+    kept = (row for position, row in enumerate(rows) if keep is None or position in keep)
+    while (part := list(itertools.islice(kept, size))) or size is None:
+        yield FieldPairs(name, ROLES[name], [r[0] for r in part], [r[1] for r in part], [r[2] for r in part])
+        if size is None:
+            return
