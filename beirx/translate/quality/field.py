@@ -43,7 +43,8 @@ class FieldScorer:
         return result
 
     def score(self, chunks: Callable[[int | None], Iterator[FieldPairs]], spill: TextIO) -> None:
-        """Score every chunk (``chunks(None)``: the whole field), keeping the numbers and spilling each row with every method's findings."""
+        """Score every chunk (``chunks(None)``: the whole field, for :attr:`~QualityMethod.whole_field` methods),
+        keeping the numbers and spilling each row with every method's findings."""
         whole: dict[str, MethodResult] = {}
         if any(m.whole_field for m in self.methods):
             pairs = next(chunks(None))

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError
 from beirx.translate.quality.base import FieldPairs
 
 log = logging.getLogger(__name__)
@@ -27,12 +26,11 @@ ROLES = {"queries": "query", "corpus": "passage"}
 
 
 def field_texts(dataset: BeirDataset, name: str, unique: bool = False) -> Iterator[tuple[str, str]]:
-    """``(id, text)`` of one field in file order (the corpus streamed; ``unique``: check its IDs)."""
+    """``(id, text)`` of one field, queries or corpus, in file order (the corpus streamed; ``unique``: check its
+    IDs)."""
     if name == "queries":
         return ((qid, q.text) for qid, q in dataset.queries.items())
-    if name == "corpus":
-        return ((d.id, f"{d.title} {d.text}".strip()) for d in beir_io.iter_corpus(dataset.corpus_path, unique=unique))
-    raise BeirxError(f"unknown field {name!r}; choose from {', '.join(FIELDS)}")
+    return ((d.id, f"{d.title} {d.text}".strip()) for d in beir_io.iter_corpus(dataset.corpus_path, unique=unique))
 
 
 class _Unaligned(Exception):
