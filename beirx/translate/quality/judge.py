@@ -208,10 +208,7 @@ class LLMJudge(QualityMethod):
         da = {item: judged[item].score if item in judged else None for item in ids}
         result = MethodResult(values={"judge_mqm": mqm, "judge_da": da}, scored=len(judged),
                               missing=len(ids) - len(judged))
-        for item in ids:
-            judgement = judged.get(item)
-            if judgement is None:
-                continue
+        for item, judgement in judged.items():  # (the picked rows' judgements)
             errors = [e.__dict__ for e in judgement.errors]
             if judgement.worst_severity() in ("critical", "major"):
                 result.flag(item, "judge_major_error", judge_errors=errors)
@@ -226,7 +223,8 @@ class LLMJudge(QualityMethod):
             "answers_asked_again": retried, "usage": meter.snapshot(),
             "malformed_examples": [{"id": item, "reason": reason, "answer": answer[:300]}
                                    for item, (reason, answer) in list(malformed.items())[:MAX_EXAMPLES]],
-            "failure_examples": [{"id": item, "error": error[:300]} for item, error in list(failed.items())[:MAX_EXAMPLES]]}
+            "failure_examples": [{"id": item, "error": error[:300]}
+                                 for item, error in list(failed.items())[:MAX_EXAMPLES]]}
         return result
 
 
