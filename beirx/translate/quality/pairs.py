@@ -91,7 +91,12 @@ def chunks(source: BeirDataset, translated: BeirDataset, name: str, found: Scan,
     field as one chunk, even an empty one)."""
     rows = (row for row in _walk(source, translated, name, found.lookup) if row[2] is not None and row[1].strip())
     kept = (row for position, row in enumerate(rows) if keep is None or position in keep)
-    while (part := list(itertools.islice(kept, size))) or size is None:
-        yield FieldPairs(name, ROLES[name], [r[0] for r in part], [r[1] for r in part], [r[2] for r in part])
+    while True:
+        chunk = FieldPairs(name, ROLES[name], [], [], [])
+        for item, text, out in itertools.islice(kept, size):
+            chunk.ids.append(item), chunk.sources.append(text), chunk.translations.append(out)
+        if not len(chunk) and size is not None:
+            return
+        yield chunk
         if size is None:
             return
