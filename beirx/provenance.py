@@ -16,12 +16,15 @@ _TRACKED = ("beirx", "numpy", "bm25s", "pytrec-eval-terrier", "pystempel", "PySt
 def environment_versions() -> dict[str, str]:
     """Python, platform and the installed versions of the tracked distributions."""
     versions = {"python": sys.version.split()[0], "platform": platform.platform()}
-    for dist in _TRACKED:
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
+    return {**versions, **{dist: v for dist in _TRACKED if (v := installed_version(dist)) is not None}}
+
+
+def installed_version(dist: str) -> str | None:
+    """The installed version of the distribution ``dist``, None when it is not installed."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 class Timer:

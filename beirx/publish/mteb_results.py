@@ -13,7 +13,6 @@ Model folders follow MTEB: ``/`` becomes ``__`` and spaces ``_``.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import logging
 import re
@@ -24,6 +23,7 @@ from beirx.artifacts.results import MetricKey, ResultsDocument
 from beirx.artifacts.subset import SUFFIX as SUBSET_SUFFIX
 from beirx.atomic import write_json
 from beirx.errors import BeirxError
+from beirx.provenance import installed_version
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +50,6 @@ def mteb_scores(metrics: dict[str, float]) -> dict[str, float]:
         raise BeirxError(f"results have no NDCG@10 (MTEB's main retrieval score); metrics: {', '.join(metrics)}")
     scores["main_score"] = scores[MAIN_SCORE]
     return scores
-
-
-def _mteb_version() -> str | None:
-    try:
-        return importlib.metadata.version("mteb")
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def local_revision(checksum: str) -> str:
@@ -100,7 +93,7 @@ def task_result_document(beirx_results: ResultsDocument, task_name: str, *, hf_s
     return {
         "dataset_revision": revision or dataset_revision(beirx_results),
         "task_name": task_name,
-        "mteb_version": _mteb_version(),
+        "mteb_version": installed_version("mteb"),
         "scores": {beirx_results.split: [scores]},
         "evaluation_time": float(sum(timings.values())) or None,
         "kg_co2_emissions": None,

@@ -1,8 +1,8 @@
-"""The interface every quality-estimation method implements (one module per method, one registry line in
-:mod:`beirx.translate.quality.registry`): its options, per-row scores and flags, whole-field flags and summary
-(:meth:`QualityMethod.finish`), and its lines in ``quality.md``, on dataset cards and in ``beirx quality``'s
-printout. The runner (:mod:`~beirx.translate.quality.run`) stores and combines everything generically, so a new
-method touches nothing else.
+"""The interface every quality-estimation method implements and the registry of them by name
+(:data:`QUALITY_METHODS`; adding a method is its module plus one line there): its options, per-row scores and
+flags, whole-field flags and summary (:meth:`QualityMethod.finish`), and its lines in ``quality.md``, on dataset
+cards and in ``beirx quality``'s printout. The runner (:mod:`~beirx.translate.quality.run`) stores and combines
+everything generically, so a new method touches nothing else.
 """
 
 from __future__ import annotations
@@ -10,12 +10,16 @@ from __future__ import annotations
 import argparse
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+
+from beirx.errors import BeirxError
+from beirx.registry import Registry
 
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
@@ -83,13 +87,11 @@ class QualityContext:
     show_progress: bool
     encoder_factory: Callable[[], Any]
     translated_root: Path | None = None
-    _encoder: Any = None
 
+    @cached_property
     def encoder(self):
         """The shared :class:`~beirx.translate.similarity.PairEncoder`."""
-        if self._encoder is None:
-            self._encoder = self.encoder_factory()
-        return self._encoder
+        return self.encoder_factory()
 
     def sample(self, pairs: FieldPairs, size: int | None, purpose: str) -> list[int]:
         """Positions of a seeded random sample of at most ``size`` rows (all rows when ``size`` is None),
@@ -119,8 +121,9 @@ class QualityMethod(ABC):
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, src: str, tgt: str) -> QualityMethod | None:
-        """The method configured by parsed flags, or None when the flags do not ask for it."""
-        return None
+        """The method configured by parsed flags, or None when the flags do not ask for it (by default: the
+        method with its defaults, whatever the flags)."""
+        return cls()
 
     @classmethod
     def report_section(cls, report: QualityReport) -> list[str]:
@@ -157,3 +160,45 @@ class QualityMethod(ABC):
         its scores and measures over the field's rows in order (NaN where absent); the summary is merged into
         the chunks'. A method keeping per-field state in itself resets it here."""
         return {}, {}
+
+
+#: The methods by name, in the order they run; those marked ``default`` when nobody chose (``checks``,
+#: ``translation_flags``, ``similarity``), in ``beirx quality`` ``checks`` and ``translation_flags`` always,
+#: ``similarity`` unless ``--no-similarity``, the others when their flags ask for them.
+QUALITY_METHODS = Registry("quality method", {
+    "checks": "beirx.translate.quality.checks:Checks",
+    "translation_flags": "beirx.translate.quality.translation_flags:TranslationFlags",
+    "similarity": "beirx.translate.quality.embedding:EmbeddingSimilarity",
+    "roundtrip": "beirx.translate.quality.roundtrip:RoundTrip",
+    "comet": "beirx.translate.quality.comet:Comet",
+    "judge": "beirx.translate.quality.judge:LLMJudge",
+})
+
+MethodSpec = QualityMethod | str  # a built method, or a registry name built with its defaults
+
+
+def resolve_methods(specs: Sequence[MethodSpec] | None) -> list[QualityMethod]:
+    """The methods to run: ``specs`` built (a name through the registry, with its defaults), by default every
+    registered method marked ``default``; two methods with one name or one score name are refused."""
+    if specs is None:
+        specs = [name for name in QUALITY_METHODS.in_order() if QUALITY_METHODS.get(name).default]
+    methods = [spec if isinstance(spec, QualityMethod) else _build(spec) for spec in specs]
+    names, seen = [m.name for m in methods], {}
+    for method in methods:
+        for score in method.scores:
+            if score.name in seen:
+                raise BeirxError(f"quality methods {seen[score.name]} and {method.name} both produce a score named "
+                                 f"{score.name!r}")
+            seen[score.name] = method.name
+    if len(set(names)) != len(names):
+        raise BeirxError(f"a quality method is listed twice: {', '.join(names)}")
+    return methods
+
+
+def _build(name: str) -> QualityMethod:
+    cls = QUALITY_METHODS.get(name)
+    try:
+        return cls()
+    except TypeError:
+        raise BeirxError(f"quality method {name!r} needs options: build it (e.g. from its beirx quality flags, "
+                         f"{cls.__name__}.from_args) and pass the method instead of its name") from None

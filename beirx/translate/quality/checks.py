@@ -23,7 +23,7 @@ import numpy as np
 
 from beirx.translate import langid
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
-from beirx.translate.quality.stats import ROBUST_Z, MIN_ITEMS_FOR_ROBUST, robust_z
+from beirx.translate.quality.stats import ROBUST_Z, robust_z
 
 if TYPE_CHECKING:
     from beirx.artifacts.quality import FieldQuality, QualityReport
@@ -98,8 +98,7 @@ def copy_reason(source: str, translation: str) -> str | None:
 def length_outliers(ratios: np.ndarray, logs: np.ndarray) -> tuple[np.ndarray, dict]:
     """Which rows have an outlying length ratio (``ratios``, NaN: not judged), decided on the field's log ratios
     (``logs``, NaN where none), and how that was decided (for the report)."""
-    logs = logs[~np.isnan(logs)]
-    scored = robust_z(logs) if len(logs) >= MIN_ITEMS_FOR_ROBUST else None
+    scored = robust_z(logs[~np.isnan(logs)])
     if scored is None:
         (lo, hi), info = FIXED_RATIO_BOUNDS, {"method": "fixed bounds", "bounds": list(FIXED_RATIO_BOUNDS)}
     else:
@@ -119,10 +118,6 @@ class Checks(QualityMethod):
 
     def __init__(self):
         self.detected: Counter[str] = Counter()  # the field's languages so far
-
-    @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> Checks:
-        return cls()
 
     @classmethod
     def report_lines(cls, report: QualityReport, field: str) -> list[str]:

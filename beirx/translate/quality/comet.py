@@ -22,7 +22,6 @@ unbabel-comet 2.2.7 fails inside its own encoders; beirx then says so).
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from beirx.models import loaded
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum
 from beirx.progress import progress
+from beirx.provenance import installed_version
+from beirx.translate.planning import chunks
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
 from beirx.translate.quality.stats import ROBUST_Z
 
@@ -97,7 +98,7 @@ class Comet(QualityMethod):
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"model": str(self.folder), "revision": folder_checksum(self.folder),
                 "class": self.hparams.get("class_identifier"), "encoder": self.hparams.get("pretrained_model"),
-                "unbabel-comet": _version("unbabel-comet")}
+                "unbabel-comet": installed_version("unbabel-comet")}
 
     def _model(self):
         comet = require("comet", "comet", "neural quality estimation with COMET")
@@ -121,8 +122,7 @@ class Comet(QualityMethod):
             model = self._model()
             with progress(total=len(picked), desc=f"comet {pairs.field}", unit="row",
                           enabled=context.show_progress) as bar:
-                for start in range(0, len(picked), CHUNK):
-                    rows = picked[start:start + CHUNK]
+                for rows in chunks(picked, CHUNK):
                     data = [{"src": pairs.sources[i], "mt": pairs.translations[i]} for i in rows]
                     scores = self._predict(model, data)
                     values.update((pairs.ids[i], float(s)) for i, s in zip(rows, scores))
@@ -134,16 +134,9 @@ class Comet(QualityMethod):
             output = model.predict(data, batch_size=self.batch_size, gpus=1 if self.device.startswith("cuda") else 0,
                                    progress_bar=False)
         except (AttributeError, ValueError, TypeError) as exc:
-            transformers = _version("transformers")
-            hint = (f"; unbabel-comet {_version('unbabel-comet')} was written for transformers<5 and this environment "
-                    f"has {transformers}: install beirx[comet] in an environment of its own"
+            transformers = installed_version("transformers")
+            hint = (f"; unbabel-comet {installed_version('unbabel-comet')} was written for transformers<5 and this "
+                    f"environment has {transformers}: install beirx[comet] in an environment of its own"
                     if transformers and int(transformers.split(".")[0]) >= 5 else "")
             raise BeirxError(f"COMET failed on {self.folder} ({type(exc).__name__}: {exc}){hint}") from exc
         return list(output.scores)
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None

@@ -65,9 +65,9 @@ class EmbeddingSimilarity(QualityMethod):
         return {"similarity (mean)": entry.similarity.mean}
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
-        return context.encoder().describe()
+        return context.encoder.describe()
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
-        sims = context.encoder().similarities(pairs.sources, pairs.translations, pairs.role, f"quality-{pairs.field}")
+        sims = context.encoder.similarities(pairs.sources, pairs.translations, pairs.role, f"quality-{pairs.field}")
         values = {item: float(sim) for item, sim in zip(pairs.ids, sims)}
         return MethodResult(values={"similarity": values}, scored=len(values))

@@ -18,8 +18,9 @@ from beirx.artifacts import quality_rows
 from beirx.artifacts.quality import FieldQuality, MethodField
 from beirx.progress import progress
 from beirx.provenance import Timer
+from beirx.translate.quality import base
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
-from beirx.translate.quality.pairs import ROLES, Scan
+from beirx.translate.quality.pairs import Scan
 from beirx.translate.quality.report import Row
 from beirx.translate.quality.stats import distribution, low_outlier_mask
 
@@ -41,21 +42,18 @@ class FieldScorer:
         outcome.summary.update(result.summary)
         return result
 
-    def score(self, chunks: Callable[[], Iterator[FieldPairs]], spill: TextIO) -> None:
-        """Score every chunk, keeping the numbers and spilling each row with every method's findings."""
+    def score(self, chunks: Callable[[int | None], Iterator[FieldPairs]], spill: TextIO) -> None:
+        """Score every chunk (``chunks(None)``: the whole field, for :attr:`~QualityMethod.whole_field` methods),
+        keeping the numbers and spilling each row with every method's findings."""
         whole: dict[str, MethodResult] = {}
         if any(m.whole_field for m in self.methods):
-            pairs = FieldPairs(self.name, ROLES[self.name], [], [], [])
-            for chunk in chunks():
-                pairs.ids += chunk.ids
-                pairs.sources += chunk.sources
-                pairs.translations += chunk.translations
+            pairs = next(chunks(None))
             whole = {m.name: self._score(m, pairs) for m in self.methods if m.whole_field}
             del pairs
         start = 0
         with progress(total=self.size, desc=f"quality {self.name}", unit="row",
                       enabled=self.context.show_progress) as bar:
-            for chunk in chunks():
+            for chunk in chunks(base.CHUNK):
                 results = [whole[m.name] if m.whole_field else self._score(m, chunk) for m in self.methods]
                 for m, result in zip(self.methods, results):
                     for key, found in [*result.values.items(),

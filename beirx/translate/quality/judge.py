@@ -23,6 +23,7 @@ prompt, languages, texts), committed as they arrive, so a killed run resumes and
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -35,6 +36,7 @@ from beirx.errors import BeirxError
 from beirx.models.llm import BACKENDS, LLM
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
+from beirx.translate.planning import chunks
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
 from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
 
@@ -44,22 +46,6 @@ DEFAULT_SAMPLE = 200
 CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
 MAX_EXAMPLES = 5
 KINDS = {"queries": "search query", "corpus": "document"}
-
-
-class JudgeCache:
-    """Valid judgements by key (SQLite shared by concurrent runs, like the translation memory)."""
-
-    def __init__(self, path: Path):
-        self._table = KeyValueCache(path, "judgement cache", "judgements", value="answer")
-
-    def get(self, keys: list[str]) -> dict[str, Judgement]:
-        return {key: parse(answer) for key, answer in self._table.get_many(keys).items()}
-
-    def put(self, items: dict[str, Judgement]) -> None:
-        self._table.put_many({k: json.dumps(j.to_json(), ensure_ascii=False) for k, j in items.items()})
-
-    def close(self) -> None:
-        self._table.close()
 
 
 class LLMJudge(QualityMethod):
@@ -126,7 +112,8 @@ class LLMJudge(QualityMethod):
         if not args.judge_model:
             raise BeirxError(f"--judge {args.judge} needs --judge-model (" + (
                 "the model name the server lists)" if args.judge == "openai" else "a model folder or Hub id)"))
-        return cls(args.judge_model, backend=args.judge, base_url=args.judge_base_url, device=getattr(args, "device", None), sample=args.judge_sample, retries=args.judge_retries,
+        return cls(args.judge_model, backend=args.judge, base_url=args.judge_base_url,
+                   device=getattr(args, "device", None), sample=args.judge_sample, retries=args.judge_retries,
                    min_score=args.judge_min_score, max_tokens=args.judge_max_tokens,
                    concurrency=args.judge_concurrency, timeout=args.judge_timeout, prompt_file=args.judge_prompt_file,
                    max_cost=args.judge_max_cost, price_in=args.judge_price_in, price_out=args.judge_price_out,
@@ -152,21 +139,34 @@ class LLMJudge(QualityMethod):
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
         from beirx.models.llm import BudgetExceeded, EndpointDown, UsageMeter
-        from beirx.models.llm.engine import ACCEPTED, AGAIN, Attempts, Unit, UnitEngine
+        from beirx.models.llm.engine import Attempts, Unit, UnitEngine
 
         picked = context.sample(pairs, self.sample, "judge")
         kind = KINDS[pairs.field]
         conversations = {pairs.ids[i]: self._messages(context, kind, pairs.sources[i], pairs.translations[i])
                          for i in picked}
         keys = {pairs.ids[i]: self._key(context, kind, pairs.sources[i], pairs.translations[i]) for i in picked}
-        cache = JudgeCache(cache_dir("judgements") / "judgements.sqlite") if self.use_cache else None
-        judged: dict[str, Judgement] = {}
-        if cache is not None:
-            known = cache.get(list(keys.values()))
-            judged = {item: known[key] for item, key in keys.items() if key in known}
+        cache = KeyValueCache(cache_dir("judgements") / "judgements.sqlite", "judgement cache", "judgements",
+                              value="answer") if self.use_cache else None  # shared by concurrent runs
+        known = {key: parse(answer) for key, answer in cache.get_many(keys.values()).items()} if cache else {}
+        judged = {item: known[key] for item, key in keys.items() if key in known}
         meter = UsageMeter(self.prices, self.max_cost)
         self.llm.meter = meter  # this field's usage and spending cap
         engine = UnitEngine(_Rows(self, conversations), self.retries)  # a malformed answer is asked again
+
+        async def judge(item: str) -> tuple[Attempts, str | None]:
+            attempts = Attempts()
+            try:
+                await engine.run(Unit(kind, item), self.llm.acall, attempts)
+            except (EndpointDown, BudgetExceeded):
+                raise
+            except Exception as exc:  # refused: missing, never guessed
+                return attempts, str(exc)
+            return attempts, None
+
+        async def rows(chunk: list[str]) -> list:
+            return await asyncio.gather(*map(judge, chunk), return_exceptions=True)
+
         malformed: dict[str, tuple[str, str]] = {}  # id -> (reason, answer) of the last attempt
         failed: dict[str, str] = {}
         retried = 0
@@ -175,35 +175,24 @@ class LLMJudge(QualityMethod):
             with progress(total=len(picked), desc=f"judge {pairs.field}", unit="row",
                           enabled=context.show_progress) as bar:
                 skip(bar, len(picked) - len(todo))
-                for start in range(0, len(todo), CHUNK):
-                    chunk = todo[start:start + CHUNK]
+                for chunk in chunks(todo, CHUNK):
+                    outcomes = self.llm.schedule(rows(chunk)).result()
+                    fatal = next((o for o in outcomes if isinstance(o, BaseException)), None)
+                    if fatal is not None:  # a dead server or the spending cap
+                        raise fatal
                     fresh: dict[str, Judgement] = {}
-                    rows = {item: (Unit(kind, item), Attempts()) for item in chunk}
-                    pending = list(chunk)
-                    while pending:
-                        replies = self.llm.call_many([engine.request(*rows[item]) for item in pending],
-                                                     return_exceptions=True)
-                        again = []
-                        for item, reply in zip(pending, replies):
-                            if isinstance(reply, (EndpointDown, BudgetExceeded)):
-                                raise reply
-                            if isinstance(reply, BaseException):  # refused: missing, never guessed
-                                failed[item] = str(reply)
-                                malformed.pop(item, None)
-                                continue
-                            unit, attempts = rows[item]
-                            step = engine.record(unit, attempts, reply)
-                            if step == ACCEPTED:
-                                fresh[item] = attempts.text
-                                malformed.pop(item, None)
-                                continue
+                    # in the order of the round each row ended in (a refusal may come after k malformed answers)
+                    for item, (attempts, error) in sorted(zip(chunk, outcomes), key=lambda o: o[1][0].attempts):
+                        retried += attempts.attempts - (error is None)
+                        if error is not None:
+                            failed[item] = error
+                        elif attempts.text is None:
                             malformed[item] = (attempts.reasons[0], attempts.last)
-                            if step == AGAIN:
-                                again.append(item)
-                        retried += len(again)
-                        pending = again
+                        else:
+                            fresh[item] = attempts.text
                     if cache is not None and fresh:
-                        cache.put({keys[item]: judgement for item, judgement in fresh.items()})
+                        cache.put_many({keys[item]: json.dumps(j.to_json(), ensure_ascii=False)
+                                        for item, j in fresh.items()})
                     judged.update(fresh)
                     bar.update(len(chunk))
         finally:
@@ -219,10 +208,7 @@ class LLMJudge(QualityMethod):
         da = {item: judged[item].score if item in judged else None for item in ids}
         result = MethodResult(values={"judge_mqm": mqm, "judge_da": da}, scored=len(judged),
                               missing=len(ids) - len(judged))
-        for item in ids:
-            judgement = judged.get(item)
-            if judgement is None:
-                continue
+        for item, judgement in judged.items():  # (the picked rows' judgements)
             errors = [e.__dict__ for e in judgement.errors]
             if judgement.worst_severity() in ("critical", "major"):
                 result.flag(item, "judge_major_error", judge_errors=errors)
@@ -237,7 +223,8 @@ class LLMJudge(QualityMethod):
             "answers_asked_again": retried, "usage": meter.snapshot(),
             "malformed_examples": [{"id": item, "reason": reason, "answer": answer[:300]}
                                    for item, (reason, answer) in list(malformed.items())[:MAX_EXAMPLES]],
-            "failure_examples": [{"id": item, "error": error[:300]} for item, error in list(failed.items())[:MAX_EXAMPLES]]}
+            "failure_examples": [{"id": item, "error": error[:300]}
+                                 for item, error in list(failed.items())[:MAX_EXAMPLES]]}
         return result
 
 
@@ -261,21 +248,18 @@ class _Rows:
         return Request.chat(messages, max_tokens=attempts.max_tokens)
 
     def check(self, unit, reply):
+        """The judgement in ``reply``; a refusal or an answer cut off by the token limit is malformed."""
         from beirx.models.llm.engine import Verdict
 
         try:
-            return Verdict(True, _judgement(reply))
+            if reply.refusal:
+                raise Malformed(f"the model refused: {reply.refusal[:100]}")
+            if reply.finish_reason == "length":
+                raise Malformed("the answer was cut off by the token limit; answer shorter")
+            return Verdict(True, parse(reply.text))
         except Malformed as why:
             return Verdict(False, reasons=[str(why)])
 
     def halves(self, unit) -> None:
         return None
 
-
-def _judgement(reply) -> Judgement:
-    """The judgement in a reply; a refusal or an answer cut off by the token limit is malformed."""
-    if reply.refusal:
-        raise Malformed(f"the model refused: {reply.refusal[:100]}")
-    if reply.finish_reason == "length":
-        raise Malformed("the answer was cut off by the token limit; answer shorter")
-    return parse(reply.text)

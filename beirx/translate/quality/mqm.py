@@ -37,10 +37,7 @@ class Judgement:
         return -float(min(CAP, sum(WEIGHTS[e.severity] for e in self.errors)))
 
     def worst_severity(self) -> str | None:
-        for severity in ("critical", "major", "minor"):
-            if any(e.severity == severity for e in self.errors):
-                return severity
-        return None
+        return next((s for s in WEIGHTS if any(e.severity == s for e in self.errors)), None)  # (WEIGHTS: worst first)
 
     def to_json(self) -> dict:
         return {"errors": [e.__dict__ for e in self.errors], "score": self.score}

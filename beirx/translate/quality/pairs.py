@@ -10,14 +10,13 @@ dense retrievers see them.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError
-from beirx.translate.quality import base
 from beirx.translate.quality.base import FieldPairs
 
 log = logging.getLogger(__name__)
@@ -27,12 +26,11 @@ ROLES = {"queries": "query", "corpus": "passage"}
 
 
 def field_texts(dataset: BeirDataset, name: str, unique: bool = False) -> Iterator[tuple[str, str]]:
-    """``(id, text)`` of one field in file order (the corpus streamed; ``unique``: check its IDs)."""
+    """``(id, text)`` of one field, queries or corpus, in file order (the corpus streamed; ``unique``: check its
+    IDs)."""
     if name == "queries":
         return ((qid, q.text) for qid, q in dataset.queries.items())
-    if name == "corpus":
-        return ((d.id, f"{d.title} {d.text}".strip()) for d in beir_io.iter_corpus(dataset.corpus_path, unique=unique))
-    raise BeirxError(f"unknown field {name!r}; choose from {', '.join(FIELDS)}")
+    return ((d.id, f"{d.title} {d.text}".strip()) for d in beir_io.iter_corpus(dataset.corpus_path, unique=unique))
 
 
 class _Unaligned(Exception):
@@ -87,19 +85,18 @@ def scan(source: BeirDataset, translated: BeirDataset, name: str) -> Scan:
             found = Scan(lookup=dict(field_texts(translated, name, unique=True)))
 
 
-def chunks(source: BeirDataset, translated: BeirDataset, name: str, found: Scan,
-           keep: set[int] | None) -> Iterator[FieldPairs]:
-    """The field's pairs (those at the positions ``keep``, all when None) in chunks of :data:`base.CHUNK`."""
-    chunk = FieldPairs(name, ROLES[name], [], [], [])
-    position = -1
-    for item, text, out in _walk(source, translated, name, found.lookup):
-        if out is None or not text.strip():
-            continue
-        position += 1
-        if keep is None or position in keep:
+def chunks(source: BeirDataset, translated: BeirDataset, name: str, found: Scan, keep: set[int] | None,
+           size: int | None) -> Iterator[FieldPairs]:
+    """The field's pairs (those at the positions ``keep``, all when None) in chunks of ``size`` (None: the whole
+    field as one chunk, even an empty one)."""
+    rows = (row for row in _walk(source, translated, name, found.lookup) if row[2] is not None and row[1].strip())
+    kept = (row for position, row in enumerate(rows) if keep is None or position in keep)
+    while True:
+        chunk = FieldPairs(name, ROLES[name], [], [], [])
+        for item, text, out in itertools.islice(kept, size):
             chunk.ids.append(item), chunk.sources.append(text), chunk.translations.append(out)
-        if len(chunk) == base.CHUNK:
-            yield chunk
-            chunk = FieldPairs(name, ROLES[name], [], [], [])
-    if len(chunk):
+        if not len(chunk) and size is not None:
+            return
         yield chunk
+        if size is None:
+            return

@@ -17,7 +17,7 @@ from typing import Any
 from beirx.artifacts import quality_rows
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
-from beirx.translate.quality.base import QualityMethod
+from beirx.translate.quality.base import QUALITY_METHODS
 
 # one row as the run hands it over: its sidecar record, evidence, texts (e.g. back_translation), source, translation
 Row = tuple[dict, dict[str, Any], dict[str, str], str, str]
@@ -27,24 +27,20 @@ EXCERPT = 80
 JSONL_DIGITS = 4  # scores in flagged.jsonl / review_sample.jsonl; rows.jsonl keeps full precision
 
 
-class ReportFiles:
+class ReportFiles(contextlib.ExitStack):
     """The files of one run, as a context (an error before :meth:`finish` leaves any earlier report as it was)."""
 
     def __init__(self, folder: Path, sample_size: int, seed: int):
+        super().__init__()
         self.folder, self.sample_size, self.seed = folder, sample_size, seed
         self.sample: list[dict] = []
         self.worst: dict[str, list[dict]] = {}
-        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> ReportFiles:
-        folder = self.folder
-        folder.mkdir(parents=True, exist_ok=True)
-        self._rows = self._stack.enter_context(atomic_writer(folder / quality_rows.FILENAME))
-        self._flagged = self._stack.enter_context(atomic_writer(folder / "flagged.jsonl"))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._rows = self.enter_context(atomic_writer(self.folder / quality_rows.FILENAME))
+        self._flagged = self.enter_context(atomic_writer(self.folder / "flagged.jsonl"))
         return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stack.__exit__(*exc)
 
     def add(self, field: str, size: int, rows: Iterator[Row]) -> tuple[dict[str, int], int]:
         """Stream one field's ``size`` rows to the sidecar and ``flagged.jsonl``, keep its review sample and worst
@@ -74,7 +70,7 @@ class ReportFiles:
 
     def finish(self, report: QualityReport) -> None:
         """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
-        self._stack.close()
+        self.close()
         with atomic_writer(self.folder / "review_sample.jsonl") as fh:
             fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in self.sample)
         with atomic_writer(self.folder / "review_sample.md") as fh:
@@ -111,11 +107,13 @@ def render_markdown(report: QualityReport, worst: dict[str, list[dict]] | None =
         if translation.partial:
             lines += [f"Partial translation (`--limit {translation.limit}`): items beyond the limit are missing "
                       "by design and not scored.", ""]
-    for method in _method_classes(report):
+    # the report's methods this beirx knows (a report may name a method since removed)
+    known = [QUALITY_METHODS.get(name) for name in report.methods if name in QUALITY_METHODS]
+    for method in known:
         lines += method.report_section(report)
     lines += _scores_section(report, fields)
     lines += _flags_section(report, fields)
-    lines += _summaries(report, fields)
+    lines += [""] + [line for f in fields for method in known for line in method.report_lines(report, f)]
     lines += _worst_rows(report, fields, worst)
     lines += ["", "## Provenance", "",
               f"- Source: `{report.source.path}` ({report.source.checksum})",
@@ -159,18 +157,6 @@ def _flags_section(report: QualityReport, fields: list[str]) -> list[str]:
         method, text = legend.get(reason, ("?", ""))
         lines.append(f"- `{reason}` ({method}): {text}")
     return lines
-
-
-def _method_classes(report: QualityReport) -> list[type[QualityMethod]]:
-    """The classes of the report's methods that this beirx knows (a report may name a method since removed)."""
-    from beirx.translate.quality.registry import QUALITY_METHODS
-
-    return [QUALITY_METHODS.get(name) for name in report.methods if name in QUALITY_METHODS]
-
-
-def _summaries(report: QualityReport, fields: list[str]) -> list[str]:
-    methods = _method_classes(report)
-    return [""] + [line for f in fields for method in methods for line in method.report_lines(report, f)]
 
 
 def _worst_rows(report: QualityReport, fields: list[str], worst: dict[str, list[dict]] | None) -> list[str]:

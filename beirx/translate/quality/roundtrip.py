@@ -90,7 +90,7 @@ class RoundTrip(QualityMethod):
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"translator": self.translator.describe(), "chrF": "sacrebleu sentence chrF (defaults)",
-                "encoder": context.encoder().describe()}
+                "encoder": context.encoder.describe()}
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
         sacrebleu = require("sacrebleu", "translate", "round-trip chrF")
@@ -100,7 +100,7 @@ class RoundTrip(QualityMethod):
         back = translate_texts(self.translator, [pairs.translations[i] for i in picked])
         metric = sacrebleu.metrics.CHRF()
         chrf = {item: float(metric.sentence_score(hyp, [ref]).score) for item, hyp, ref in zip(ids, back, sources)}
-        sims = context.encoder().similarities(sources, back, pairs.role, f"quality-{pairs.field}-roundtrip")
+        sims = context.encoder.similarities(sources, back, pairs.role, f"quality-{pairs.field}-roundtrip")
         similarity = {item: float(sim) for item, sim in zip(ids, sims)}
         result = MethodResult(values={"roundtrip_chrf": chrf, "roundtrip_similarity": similarity},
                               texts={"back_translation": dict(zip(ids, back))}, scored=len(ids))

@@ -23,13 +23,13 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.quality import pairs
-from beirx.translate.quality.base import QualityContext, QualityMethod
+from beirx.translate.quality.base import MethodSpec, QualityContext, QualityMethod, resolve_methods
 from beirx.translate.quality.field import FieldScorer
-from beirx.translate.quality.registry import MethodSpec, resolve_methods
 from beirx.translate.quality.report import ReportFiles
 from beirx.translate.similarity import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
+
 
 def report_dir(translated: BeirDataset, output_dir: Path | str | None = None) -> Path:
     """Where the report goes: ``output_dir``, by default ``<translated folder>/quality``."""
@@ -83,7 +83,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
             log.info("quality of %s %s: %d pairs (%d missing in the translation); methods: %s", translated.name,
                      name, scorer.size, found.missing_count, ", ".join(m.name for m in methods))
             with tempfile.TemporaryFile("w+", encoding="utf-8", dir=output_dir, suffix=".spill") as spill:
-                scorer.score(lambda: pairs.chunks(source, translated, name, found, keep), spill)
+                scorer.score(lambda size: pairs.chunks(source, translated, name, found, keep, size), spill)
                 flags, flagged_items = files.add(name, scorer.size, scorer.finish(spill))
             entries[name] = scorer.quality(found, flags, flagged_items)
         timings = {**timer.seconds, "total": round(time.time() - started, 3)}

@@ -20,20 +20,15 @@ PERCENTILES = (5, 25, 50, 75, 95)
 BINS = 20
 
 
-def histogram_edges(low: float, high: float) -> list[float]:
-    """:data:`BINS` equal bins over ``[low, high]`` (0.05 wide on [0, 1], as BEIR-PL-style reports compare)."""
-    return [round(low + (high - low) * i / BINS, 6) for i in range(BINS + 1)]
-
-
 def distribution(values: Sequence[float] | np.ndarray, scale: tuple[float, float] | None = (0.0, 1.0)) -> Distribution:
-    """Mean, population std, min/max, percentiles and, for a bounded ``scale``, a fixed-bin histogram
-    (values clipped into the scale) so reports of different datasets compare bin by bin."""
+    """Mean, population std, min/max, percentiles and, for a bounded ``scale``, a histogram of :data:`BINS` equal
+    bins (0.05 wide on [0, 1], values clipped into the scale) so reports of different datasets compare bin by bin."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
         return Distribution(n=0)
     histogram = None
     if scale is not None:
-        edges = histogram_edges(*scale)
+        edges = np.linspace(*scale, BINS + 1).round(6).tolist()
         counts, _ = np.histogram(np.clip(values, scale[0], scale[1]), bins=edges)
         histogram = Histogram(edges=edges, counts=[int(c) for c in counts])
     return Distribution(n=int(len(values)), mean=float(values.mean()), std=float(values.std()),
@@ -42,8 +37,9 @@ def distribution(values: Sequence[float] | np.ndarray, scale: tuple[float, float
 
 
 def robust_z(values: np.ndarray) -> tuple[np.ndarray, float, float] | None:
-    """Modified z-scores with the median and MAD, or None when there are no values or the MAD is 0."""
-    if not len(values):
+    """Modified z-scores with the median and MAD, or None with fewer than :data:`MIN_ITEMS_FOR_ROBUST` values or
+    a MAD of 0 (a constant sample)."""
+    if len(values) < MIN_ITEMS_FOR_ROBUST:
         return None
     med = float(np.median(values))
     mad = float(np.median(np.abs(values - med)))
@@ -52,13 +48,13 @@ def robust_z(values: np.ndarray) -> tuple[np.ndarray, float, float] | None:
     return 0.6745 * (values - med) / mad, med, mad
 
 
-def low_outlier_mask(values: np.ndarray, higher_is_better: bool = True, threshold: float = ROBUST_Z) -> np.ndarray:
-    """The rows (NaN: no value) whose oriented value has a robust z-score below ``-threshold`` (none with fewer
+def low_outlier_mask(values: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
+    """The rows (NaN: no value) whose oriented value has a robust z-score below ``-ROBUST_Z`` (none with fewer
     than :data:`MIN_ITEMS_FOR_ROBUST` values or a constant sample)."""
     present = ~np.isnan(values)
     oriented = values[present] if higher_is_better else -values[present]
     mask = np.zeros(len(values), dtype=bool)
-    scored = robust_z(oriented) if len(oriented) >= MIN_ITEMS_FOR_ROBUST else None
+    scored = robust_z(oriented)
     if scored is not None:
-        mask[present] = scored[0] < -threshold
+        mask[present] = scored[0] < -ROBUST_Z
     return mask

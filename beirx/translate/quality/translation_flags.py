@@ -24,10 +24,6 @@ class TranslationFlags(QualityMethod):
         f"llm_{FLAGGED}": f"the LLM's answers were rejected and it was written flagged ({FLAGS_FILE})",
     }
 
-    @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> TranslationFlags:
-        return cls()
-
     def describe(self, context: QualityContext) -> dict[str, Any]:
         present = context.translated_root is not None and (context.translated_root / FLAGS_FILE).is_file()
         return {"file": FLAGS_FILE, "present": present}
