@@ -12,9 +12,9 @@ Translation units (live or through the Batch API) and the judge's rows all go th
 3. what happens to a unit whose retries are spent (fall back, flag, record as missing) is the caller's.
 
 The state of a unit (:class:`Attempts`) is plain data: the Batch executor saves it between rounds, so a
-killed run resumes where it stopped. Drivers: :meth:`UnitEngine.run` (a coroutine, the live path; the halves
-of a split unit are asked concurrently), and :meth:`UnitEngine.record` one answer at a time (rounds of
-requests: the Batch API, the judge's chunks).
+killed run resumes where it stopped. Drivers: :meth:`UnitEngine.run` (a coroutine: live translation and the
+judge's rows; the halves of a split unit are asked concurrently), and :meth:`UnitEngine.record` one answer at a
+time (the Batch API's rounds of requests).
 """
 
 from __future__ import annotations
