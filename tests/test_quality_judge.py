@@ -152,3 +152,21 @@ def test_real_llama_cpp_judge_small_model(tmp_path, llama_server):
     for example in summary["malformed_examples"]:
         with pytest.raises(Malformed):
             parse(example["answer"])
+
+
+def test_a_fault_in_the_judge_itself_stops_the_run_and_is_never_recorded_as_missing_rows(tmp_path, fake_llm_factory,
+                                                                                         monkeypatch):
+    """Only the LLM's own errors (a refused request, no answer) make a row missing; a fault in beirx's code (here the
+    answer check) propagates, so a bug cannot pass for request failures."""
+    from beirx.translate.quality import judge as judge_module
+
+    def broken(self, unit, reply):
+        raise ZeroDivisionError("a bug in the check")
+
+    monkeypatch.setattr(judge_module._Rows, "check", broken)
+    source, translated = _pair(tmp_path)
+    server = fake_llm_factory(responder=judge_like)
+    judge = LLMJudge(server.model, base_url=server.url, sample=None, retries=1, use_cache=False)
+    with pytest.raises(ZeroDivisionError, match="a bug in the check"):
+        run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", methods=[judge],
+                    fields=("queries",), show_progress=False)

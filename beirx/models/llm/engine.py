@@ -144,11 +144,13 @@ class UnitEngine:
                 joined.candidate = texts[0] + gap + texts[1]
         return joined
 
-    async def run(self, unit: Unit, ask: Callable[[Request], Awaitable[Reply | str]]) -> Attempts:
+    async def run(self, unit: Unit, ask: Callable[[Request], Awaitable[Reply | str]],
+                  attempts: Attempts | None = None) -> Attempts:
         """Ask about ``unit`` until it is accepted or its retries are spent, splitting it when needed. ``ask``
         returns the reply, or a rejection reason (e.g. :data:`REFUSED`) instead of one; what it raises
-        propagates (the unit is not concluded: a rerun asks again)."""
-        attempts = Attempts()
+        propagates (the unit is not concluded: a rerun asks again). ``attempts``: the caller's, filled in place,
+        so what a unit cost is known even when ``ask`` raises."""
+        attempts = attempts or Attempts()
         while True:
             step = self.record(unit, attempts, await ask(self.request(unit, attempts)))
             if step == SPLIT:

@@ -138,7 +138,7 @@ class LLMJudge(QualityMethod):
         return hashlib.sha256("\x1f".join(identity).encode("utf-8")).hexdigest()
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
-        from beirx.models.llm import BudgetExceeded, EndpointDown, UsageMeter
+        from beirx.models.llm import BudgetExceeded, EndpointDown, LLMError, UsageMeter
         from beirx.models.llm.engine import Attempts, Unit, UnitEngine
 
         picked = context.sample(pairs, self.sample, "judge")
@@ -160,7 +160,7 @@ class LLMJudge(QualityMethod):
                 await engine.run(Unit(kind, item), self.llm.acall, attempts)
             except (EndpointDown, BudgetExceeded):
                 raise
-            except Exception as exc:  # refused: missing, never guessed
+            except LLMError as exc:  # refused or never answered: missing (asked again by a rerun), never guessed
                 return attempts, str(exc)
             return attempts, None
 
