@@ -127,6 +127,8 @@ systems:
     ('[{name: a, reranker: x, first_stage: nope}]', "refers to 'nope'"),
     ('[{name: a, retriever: bm25}, {name: b, reranker: x, first_stage: a, interpolation: 1.5}]',
      r"'interpolation' is the reranker's weight, a number in \(0, 1\], got 1.5"),
+    ('[{name: a, retriever: bm25}, {name: b, reranker: x, first_stage: a, interpolation: true}]',
+     r"'interpolation' is the reranker's weight, a number in \(0, 1\], got True"),
     ('[{name: a, retriever: bm25, fusion: rrf}]', "exactly one of"),
     ('[{retriever: bm25}]', "needs a 'name'"),
     ('[{name: a, retriever: bm25}, {name: a, retriever: dense}]', "two systems are named 'a'"),

@@ -44,11 +44,13 @@ computed once per dataset and language pair and shared by every fusion and reran
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import unit_weight
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
@@ -224,11 +226,14 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
         raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
     params = {k: v for k, v in entry.items() if k not in _RERANK_KEYS}
     interpolation = entry.get("interpolation")
-    if interpolation is not None and not (isinstance(interpolation, (int, float)) and 0 < interpolation <= 1):
-        raise DataError(path, f"reranker system {name!r}: 'interpolation' is the reranker's weight, a number in "
-                              f"(0, 1], got {interpolation!r}")
+    if interpolation is not None:  # read as --rerank-interpolation reads it (YAML's true is no weight)
+        try:
+            interpolation = unit_weight(str(interpolation))
+        except argparse.ArgumentTypeError:
+            raise DataError(path, f"reranker system {name!r}: 'interpolation' is the reranker's weight, a number in "
+                                  f"(0, 1], got {interpolation!r}") from None
     return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name,
-                      interpolation=None if interpolation is None else float(interpolation))
+                      interpolation=interpolation)
 
 
 def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
