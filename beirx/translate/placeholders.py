@@ -33,7 +33,8 @@ _PATTERNS = {
     "code": r"(?<![\w-])(?:\w+_\w+|[a-z]+[A-Z]\w*|(?=[A-Za-z]*\d)(?=\d*[A-Za-z])(?!\d+(?:st|nd|rd|th|s)\b)[A-Za-z0-9]+\+*"
             r"|[A-Z][A-Za-z]*-\d+[A-Za-z]*|\w+\([^\s()]*\))(?![\w-])",
 }
-_PLACEHOLDER = re.compile(r"⟦(\d+)⟧")
+#: A placeholder token, ``⟦0⟧``: the one pattern every backend, the planner and the LLM validation use.
+PLACEHOLDER = re.compile(r"⟦(\d+)⟧")
 _WORD = re.compile(r"\S+")
 _MAYBE = re.compile(r"[\d@_(]|://|www\.|[a-z][A-Z]")  # a word without these holds no protected token
 
@@ -106,10 +107,10 @@ def unmask(translation: str, tokens: tuple[str, ...]) -> str | None:
     """Put the protected tokens back, or None when a placeholder is missing, repeated or unknown."""
     if not tokens:
         return translation
-    found = [int(m.group(1)) for m in _PLACEHOLDER.finditer(translation)]
+    found = [int(m.group(1)) for m in PLACEHOLDER.finditer(translation)]
     if sorted(found) != list(range(len(tokens))):
         return None
-    return _PLACEHOLDER.sub(lambda m: tokens[int(m.group(1))], translation)
+    return PLACEHOLDER.sub(lambda m: tokens[int(m.group(1))], translation)
 
 
 def resolve_mode(mode: str, kinds: tuple[str, ...] | None, keeps_placeholders: bool) -> tuple[str, tuple[str, ...]]:

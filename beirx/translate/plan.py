@@ -19,11 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from beirx.translate.llm.units import lines, mark
-from beirx.translate.placeholders import Verbatim, unmask
+from beirx.translate.placeholders import PLACEHOLDER, Verbatim, unmask
 from beirx.translate.segment import add_segment, split_long, split_sentences
 
 _LETTER = re.compile(r"[^\W\d_]")
-_PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +174,7 @@ class Planner:
                     parts.append(sub)
                     continue
                 masked, tokens = self.verbatim.mask(sub) if mask else (sub, ())
-                parts.append(Unit(sub, masked, tokens) if _LETTER.search(_PLACEHOLDER.sub("", masked)) else sub)
+                parts.append(Unit(sub, masked, tokens) if _LETTER.search(PLACEHOLDER.sub("", masked)) else sub)
 
 
 def _paragraphs(text: str) -> list[tuple[str, bool]]:

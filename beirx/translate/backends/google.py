@@ -35,13 +35,13 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from beirx.translate.backends.http_api import (
-    PLACEHOLDER,
     ApiError,
     HttpApiTranslator,
     json_body,
     pack_requests,
     protect_placeholders,
 )
+from beirx.translate.placeholders import PLACEHOLDER
 
 _SPAN = re.compile(r'<span translate="no">\s*(.*?)\s*</span>', re.S)
 

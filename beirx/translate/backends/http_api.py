@@ -27,7 +27,6 @@ import html
 import json
 import logging
 import os
-import re
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -35,11 +34,11 @@ from typing import Any, ClassVar
 from beirx.errors import BeirxError
 from beirx.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator
+from beirx.translate.placeholders import PLACEHOLDER
 
 log = logging.getLogger(__name__)
 
 #: The pipeline's placeholder tokens for spans that must be kept verbatim.
-PLACEHOLDER = re.compile(r"⟦\d+⟧")
 
 class ApiError(BeirxError):
     """A cloud API request failed for good; the message says what to do (the key is never in it)."""

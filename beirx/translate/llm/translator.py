@@ -32,7 +32,8 @@ from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
 from beirx.translate.llm.prompts import TranslationPrompts
 from beirx.translate.llm.units import unmark
-from beirx.translate.llm.validate import LENGTH_BOUNDS, PLACEHOLDER, Validator
+from beirx.translate.llm.validate import LENGTH_BOUNDS, Validator
+from beirx.translate.placeholders import PLACEHOLDER
 from beirx.translate.segment import split_sentences
 
 log = logging.getLogger(__name__)

@@ -36,6 +36,7 @@ from beirx.models.llm.engine import Verdict
 from beirx.translate import langid
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
+from beirx.translate.placeholders import PLACEHOLDER
 from beirx.translate.quality import checks
 from beirx.translate.segment import split_sentences
 
@@ -47,7 +48,6 @@ COMPACT_SCRIPTS = {"zh", "ja", "ko", "th", "lo", "km", "my", "bo"}
 MIN_CHARS_FOR_RATIO = 20
 MIN_LETTERS_FOR_LANGID = 20
 
-PLACEHOLDER = re.compile(r"⟦\d+⟧")
 _MARKUP = re.compile(r"<!--|-->|<\s*/?\s*([A-Za-z][\w:-]*)(?=[\s/>])[^<>]*>?")
 _LETTERS = re.compile(r"[^\W\d_]")
 _ANNOUNCE = re.compile(
