@@ -446,3 +446,26 @@ def test_rerankers_of_one_model_share_its_loaded_weights(cross_encoder_dir, t5_d
         second = cls(str(path), batch_size=3, lang="pl", show_progress=True)
         assert getattr(first, weights) is getattr(second, weights) and first is not second
         assert second.batch_size == 3 and second.use_cache and not first.use_cache
+
+
+def test_a_pylate_projection_saved_as_a_torch_pickle_is_read_once_and_missing_tensors_are_named(pylate_dir, tmp_path,
+                                                                                                 monkeypatch):
+    import shutil
+
+    from beirx.evaluate.rerankers import colbert_checkpoint
+
+    folder = tmp_path / "pickled"
+    shutil.copytree(pylate_dir, folder)
+    dense = folder / "1_Dense"
+    weight = torch.randn(8, 16)
+    (dense / "model.safetensors").unlink()
+    torch.save({"linear.weight": weight, "linear.bias": torch.zeros(8)}, dense / "pytorch_model.bin")
+    loads = []
+    real_load = colbert_checkpoint._torch_load
+    monkeypatch.setattr(colbert_checkpoint, "_torch_load", lambda path: loads.append(path.name) or real_load(path))
+    checkpoint = read_checkpoint(folder)
+    assert loads == ["pytorch_model.bin"]  # one read of the pickle for the whole projection
+    assert torch.equal(checkpoint.projection[0].weight, weight) and checkpoint.dim == 8
+    torch.save({"linear.weight": weight}, dense / "pytorch_model.bin")  # config.json says bias: true
+    with pytest.raises(BeirxError, match=r"pytorch_model\.bin: tensor\(s\) linear\.bias not found"):
+        read_checkpoint(folder)

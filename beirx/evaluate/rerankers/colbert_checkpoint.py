@@ -179,21 +179,27 @@ def _tensor_names(weights: Path) -> set[str]:
 
 
 def _load_tensors(weights: Path, names: list[str]) -> dict[str, Any]:
-    """``names`` from a safetensors file, a sharded index or a torch pickle (all of them, or a BeirxError)."""
-    have = _tensor_names(weights)
-    lost = [n for n in names if n not in have]
-    if lost:
-        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
+    """``names`` from a safetensors file, a sharded index or a torch pickle (all of them, or a BeirxError); each
+    file is opened once (a torch pickle is read whole)."""
     if weights.name.endswith(".index.json"):
-        shards = _json(weights)["weight_map"]
+        shards = _present(weights, names, _json(weights).get("weight_map", {}))
         return {n: _load_tensors(weights.parent / shards[n], [n])[n] for n in names}
     if weights.suffix == ".safetensors":
         from safetensors import safe_open
 
         with safe_open(str(weights), framework="pt") as fh:
+            _present(weights, names, set(fh.keys()))
             return {n: fh.get_tensor(n) for n in names}
-    state = _torch_load(weights)
+    state = _present(weights, names, _torch_load(weights))
     return {n: state[n] for n in names}
+
+
+def _present(weights: Path, names: list[str], have):
+    """``have`` (the file's tensor names or tensors), or a BeirxError naming those of ``names`` it lacks."""
+    lost = [n for n in names if n not in have]
+    if lost:
+        raise BeirxError(f"{weights}: tensor(s) {', '.join(lost)} not found")
+    return have
 
 
 def _torch_load(weights: Path) -> dict[str, Any]:
