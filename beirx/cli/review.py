@@ -1,6 +1,6 @@
 """``beirx review``: native speakers verify a sample of a translation in a web app; export and apply the result.
 
-    beirx review DATASET --sample N [--seed S] [--port P] [--host H] [--token]   # start (or resume) the app
+    beirx review DATASET --sample N [--seed S] [--damage DAMAGE_JSON] [--port P] [--host H] [--token]   # start
     beirx review export DATASET [--output FILE] [--min-adequacy A] [--min-fluency F]   # -> review/review.json
     beirx review apply DATASET [--annotator NAME] [--dry-run] [--force]   # corrections -> the dataset
 
@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     serve.add_argument("--quality", type=Path, help="quality.json ranking the 'worst' stratum (default: "
                                                     "<DATASET>/quality/quality.json when present)")
+    serve.add_argument("--damage", type=Path, metavar="DAMAGE_JSON",
+                       help="beirx report's damage.json: add a 'damage' stratum, the rows the quality signal that best "
+                            "predicts the retrieval drop ranks worst")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                            "only; another needs --token)")
     serve.add_argument("--port", type=port_number, default=8765, help="port (default 8765)")
@@ -74,7 +77,7 @@ def _serve(args) -> int:
     from beirx.artifacts.manifest import DatasetSide
     from beirx.artifacts.quality import QualityReport
     from beirx.data.resolve import resolve_translation
-    from beirx.review.sample import draw
+    from beirx.review.sample import damaging_rows, draw
     from beirx.review.app import is_loopback, listen, serve
     from beirx.review.store import ReviewStore
 
@@ -95,15 +98,18 @@ def _serve(args) -> int:
         quality = QualityReport.load_optional(quality_path, "drawing the sample without a 'worst' stratum")
         if quality is not None and quality.translated.checksum != translated.checksum():
             print(f"note: {quality_path} was made for another version of the translation; its ranking is used anyway")
-        items = draw(source, translated, args.sample, args.seed, quality)
+        side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
+                           checksum=translated.checksum())
+        analysis = _damage_analysis(args.damage, side, quality) if args.damage else None
+        items = draw(source, translated, args.sample, args.seed, quality, analysis)
         strata: dict[str, int] = {}
         for item in items:
             strata[item.stratum] = strata.get(item.stratum, 0) + 1
-        store.create_sample(items, {
-            "dataset": asdict(DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
-                                          checksum=translated.checksum())),
-            "source_lang": source.lang, "size": len(items), "seed": args.seed, "strata": strata,
-            "quality_report": str(quality_path) if quality is not None else None})
+        meta = {"dataset": asdict(side), "source_lang": source.lang, "size": len(items), "seed": args.seed,
+                "strata": strata, "quality_report": str(quality_path) if quality is not None else None}
+        if analysis is not None:
+            meta["damage"] = _damage_meta(args.damage, analysis, damaging_rows(translated, analysis), items)
+        store.create_sample(items, meta)
         print(f"sample: {len(items)} items ({', '.join(f'{k} {v}' for k, v in strata.items())}), seed {args.seed}")
     elif args.sample is not None and args.sample != store.size():
         print(f"note: this review already has {store.size()} items; --sample {args.sample} is ignored")
@@ -116,6 +122,34 @@ def _serve(args) -> int:
           "is already saved)", flush=True)
     serve(store, sock, args.host, token, (source.lang, translated.lang))
     return 0
+
+
+def _damage_analysis(path: Path, side, quality):
+    """The analysis of this translation in beirx report's ``damage.json``, with the signal it chose."""
+    from beirx.artifacts.damage import DamageReport
+
+    if quality is None:
+        raise BeirxError(f"--damage {path} needs the quality report its signals come from: pass --quality "
+                         "QUALITY_JSON (the one beirx report read)")
+    analysis = DamageReport.load(path).find(side)
+    if analysis is None:
+        raise BeirxError(f"{path} has no analysis with a chosen signal for {side.path} (checksum {side.checksum}): "
+                         "run beirx report on this translation's results with its quality report")
+    return analysis
+
+
+def _damage_meta(path: Path, analysis, damaging: set[tuple[str, str]], items) -> dict:
+    """What the review keeps of the damage evidence: the signal, why, and the damaging rows (to count coverage)."""
+    stratum = [i for i in items if i.stratum == "damage"]
+    held = sum((i.field, i.id) in damaging for i in items)
+    hits = sum((i.field, i.id) in damaging for i in stratum)
+    chosen = analysis.chosen
+    print(f"damage stratum: {len(stratum)} rows by {chosen.signal} ({chosen.view}), {hits} of them damaging; the "
+          f"sample holds {held} of the {len(damaging)} damaging rows (the {len(analysis.damaged)} most-damaged "
+          f"{analysis.split} queries' rows)")
+    return {"signal": chosen.signal, "view": chosen.view, "reason": chosen.reason, "evidence": str(path),
+            "split": analysis.split, "damaged_queries": len(analysis.damaged),
+            "damaging": sorted([list(key) for key in damaging])}
 
 
 def _export(args) -> int:
@@ -133,6 +167,8 @@ def _export(args) -> int:
     if estimate.share is not None:
         print(f"acceptable ({document.acceptable.rule}): {estimate.acceptable}/{estimate.items} = {estimate.share:.3f}, "
               f"95% CI {estimate.ci_low:.3f}-{estimate.ci_high:.3f} (random strata)")
+    if document.sample.damage is not None:
+        print(document.sample.damage.note())
     for score, corr in document.correlations.items():
         rho = "-" if corr.spearman is None else f"{corr.spearman:+.3f} (p {corr.p_value:.3g})"
         print(f"Spearman {score} vs adequacy: {rho}, n={corr.n}")
