@@ -25,7 +25,7 @@ from beirx.artifacts.manifest import DatasetSide
 SCHEMA = "beirx.damage/1"
 FILENAME = "damage.json"  # in a report folder
 
-VIEWS = ("query", "documents, worst", "documents, mean")
+VIEWS = ("query", "worst document", "mean document")
 """What a query meets in the translation, read per signal: its own row; the worst and the mean of its judged
 relevant documents' rows."""
 
@@ -78,7 +78,7 @@ class SignalEvidence:
     """One signal in one view, against the damage and each system's drop."""
 
     signal: RowSignal = fld("the signal")
-    view: str = fld("query | documents, worst | documents, mean")
+    view: str = fld("query | worst document | mean document")
     damage: Relation = fld("against the drop averaged over the systems")
     systems: dict[str, Relation] = fld("against each system's own drop (its own damaged queries)")
 

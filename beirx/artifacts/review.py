@@ -105,7 +105,7 @@ class DamageAim:
     """The ``damage`` stratum: which signal aimed it, and how much of the damage the review holds and rated."""
 
     signal: str = fld("the quality signal the stratum was drawn by (beirx report's damage.json)")
-    view: str = fld("query | documents, worst | documents, mean: which of a query's rows the signal was read on")
+    view: str = fld("query | worst document | mean document: which of a query's rows the signal was read on")
     reason: str = fld("why that signal: its evidence against the others'")
     evidence: str = fld("the damage.json it was chosen in")
     split: str = fld("the qrels split whose queries and judged documents the stratum was drawn from")

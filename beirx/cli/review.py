@@ -77,7 +77,7 @@ def _serve(args) -> int:
     from beirx.artifacts.manifest import DatasetSide
     from beirx.artifacts.quality import QualityReport
     from beirx.data.resolve import resolve_translation
-    from beirx.review.sample import damaging_rows, draw
+    from beirx.review.sample import damage_record, damaging_rows, draw
     from beirx.review.app import is_loopback, listen, serve
     from beirx.review.store import ReviewStore
 
@@ -108,7 +108,12 @@ def _serve(args) -> int:
         meta = {"dataset": asdict(side), "source_lang": source.lang, "size": len(items), "seed": args.seed,
                 "strata": strata, "quality_report": str(quality_path) if quality is not None else None}
         if analysis is not None:
-            meta["damage"] = _damage_meta(args.damage, analysis, damaging_rows(translated, analysis), items)
+            meta["damage"] = damage_record(args.damage, analysis, damaging_rows(translated, analysis), items)
+            found = meta["damage"]
+            print(f"damage stratum: {found['stratum']} rows by {found['signal']} ({found['view']}), "
+                  f"{found['stratum_damaging']} of them damaging; the sample holds {found['sampled']} of the "
+                  f"{len(found['damaging'])} damaging rows (the {found['damaged_queries']} most-damaged "
+                  f"{found['split']} queries' rows)")
         store.create_sample(items, meta)
         print(f"sample: {len(items)} items ({', '.join(f'{k} {v}' for k, v in strata.items())}), seed {args.seed}")
     elif args.sample is not None and args.sample != store.size():
@@ -136,20 +141,6 @@ def _damage_analysis(path: Path, side, quality):
         raise BeirxError(f"{path} has no analysis with a chosen signal for {side.path} (checksum {side.checksum}): "
                          "run beirx report on this translation's results with its quality report")
     return analysis
-
-
-def _damage_meta(path: Path, analysis, damaging: set[tuple[str, str]], items) -> dict:
-    """What the review keeps of the damage evidence: the signal, why, and the damaging rows (to count coverage)."""
-    stratum = [i for i in items if i.stratum == "damage"]
-    held = sum((i.field, i.id) in damaging for i in items)
-    hits = sum((i.field, i.id) in damaging for i in stratum)
-    chosen = analysis.chosen
-    print(f"damage stratum: {len(stratum)} rows by {chosen.signal} ({chosen.view}), {hits} of them damaging; the "
-          f"sample holds {held} of the {len(damaging)} damaging rows (the {len(analysis.damaged)} most-damaged "
-          f"{analysis.split} queries' rows)")
-    return {"signal": chosen.signal, "view": chosen.view, "reason": chosen.reason, "evidence": str(path),
-            "split": analysis.split, "damaged_queries": len(analysis.damaged),
-            "damaging": sorted([list(key) for key in damaging])}
 
 
 def _export(args) -> int:

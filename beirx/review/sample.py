@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+from pathlib import Path
 
 from beirx.artifacts.damage import VIEWS, DamageAnalysis
 from beirx.artifacts.quality import QualityReport
@@ -90,6 +90,19 @@ def damaging_rows(translated: BeirDataset, analysis: DamageAnalysis) -> set[tupl
         relevant = _relevant(translated, analysis.split)
         found |= {("corpus", d) for q in analysis.damaged for d in relevant.get(q, [])}
     return found
+
+
+def damage_record(evidence: Path | str, analysis: DamageAnalysis, damaging: set[tuple[str, str]],
+                  items: list[Item]) -> dict:
+    """What the review keeps of the damage evidence when the sample is drawn: the signal, why, the damaging rows
+    (to count what the review covered) and how many of them the damage stratum and the sample hold."""
+    stratum = [i for i in items if i.stratum == "damage"]
+    chosen = analysis.chosen
+    return {"signal": chosen.signal, "view": chosen.view, "reason": chosen.reason, "evidence": str(evidence),
+            "split": analysis.split, "damaged_queries": len(analysis.damaged),
+            "damaging": sorted([list(key) for key in damaging]), "stratum": len(stratum),
+            "stratum_damaging": sum((i.field, i.id) in damaging for i in stratum),
+            "sampled": sum((i.field, i.id) in damaging for i in items)}
 
 
 def aimed(translated: BeirDataset, quality: QualityReport, analysis: DamageAnalysis,
