@@ -32,8 +32,8 @@ from beirx.report.load import load_results
 from beirx.report.options import ReportOptions
 from beirx.provenance import environment_versions
 from beirx.rank_agreement import RESAMPLES
-from beirx.report.quality_drop import (analyse, analyses, attributions, damage_table, quality_table,
-                                       write_query_attribution)
+from beirx.report.damage_table import damage_table, write_query_attribution
+from beirx.report.quality_drop import analyse, analyses, attributions, quality_table
 from beirx.report.ranking import ranking_table
 from beirx.report.render.delimited import table_csv
 from beirx.report.render.html import document_html
