@@ -319,3 +319,43 @@ def test_sampled_methods_can_score_the_rows_a_split_judges(tmp_path):
     with pytest.raises(BeirxError, match=r"no qrels for split 'dev' \(available: test, train\)"):
         context.judged("dev")
     assert math.isclose(len(context.judged("train")["corpus"]), 1)
+
+
+def test_beirx_review_draws_the_damage_stratum_and_export_states_the_coverage(toy, tmp_path, capsys):
+    """The command: --damage with --quality draws the stratum, says what it holds, keeps the damaging rows; the
+    export reports the coverage; without the quality report, or for another translation, it refuses first."""
+    from review_fixtures import ReviewServer
+
+    source, translated, results = toy
+    build_report([results], tmp_path / "out", permutations=100, plots=False, bootstrap=200)
+    damage, quality = tmp_path / "out" / "damage.json", QualityReport.path_in(translated)
+    server = ReviewServer(translated, "--sample", "10", "--source", str(source), "--damage", str(damage),
+                          "--quality", str(quality)).start()
+    try:
+        log = server.log.read_text(encoding="utf-8")
+    finally:
+        server.stop()
+    assert "sample: 10 items (damage 2, worst 2, queries 2, documents 2, random 2), seed 0" in log
+    assert ("damage stratum: 2 rows by fidelity (query), 1 of them damaging; the sample holds 2 of the 2 damaging rows "
+            "(the 1 most-damaged test queries' rows)") in log  # d1 was drawn at random too
+    assert main(["review", "export", str(translated)]) == 0
+    review = json.loads((translated / "review" / "review.json").read_text(encoding="utf-8"))
+    assert review["sample"]["damage"]["damaging_rows"] == 2 and review["sample"]["damage"]["rated"] == 0
+    other = tmp_path / "other"
+    import shutil
+
+    shutil.copytree(translated, other, ignore=shutil.ignore_patterns("review"))
+    (other / "queries.jsonl").write_text((other / "queries.jsonl").read_text().replace("consulta", "pregunta"))
+    import socket
+
+    with socket.socket() as taken:  # the refusal comes before the port: a port in use would be the wrong message
+        taken.bind(("127.0.0.1", 0))
+        port = str(taken.getsockname()[1])
+        capsys.readouterr()
+        assert main(["review", str(other), "--sample", "5", "--source", str(source), "--damage", str(damage),
+                     "--quality", str(quality), "--port", port]) == 2
+        assert f"{damage} has no analysis with a chosen signal for {other}" in capsys.readouterr().err
+        assert main(["review", str(other), "--sample", "5", "--source", str(source), "--damage", str(damage),
+                     "--quality", str(tmp_path / "none.json"), "--port", port]) == 2
+        assert "needs the quality report its signals come from" in capsys.readouterr().err
+    assert not (other / "review").exists()

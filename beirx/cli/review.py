@@ -87,6 +87,10 @@ def _serve(args) -> int:
     source, translated = resolve_translation(args.target, args.source, args.lang, args.src)
     if args.sample is None and not ReviewStore.path_in(translated.root).is_file():
         raise BeirxError(f"{translated.root} has no review yet: say how many items to draw with --sample N")
+    quality_path = args.quality or QualityReport.path_in(translated.root)
+    side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
+                       checksum=translated.checksum())
+    analysis = _damage_analysis(args.damage, side, quality_path) if args.damage else None  # refused before listening
     sock = listen(args.host, args.port)  # a port in use stops here, before anything is written or printed
     store = ReviewStore.in_folder(translated.root, create=True)
     if store.read_only:
@@ -94,13 +98,9 @@ def _serve(args) -> int:
                          f"every rating there, so it cannot run; the review in {store.path} is intact. Make the "
                          "folder writable, or copy the dataset to a writable place and review the copy")
     if not store.size():
-        quality_path = args.quality or QualityReport.path_in(translated.root)
         quality = QualityReport.load_optional(quality_path, "drawing the sample without a 'worst' stratum")
-        if quality is not None and quality.translated.checksum != translated.checksum():
+        if quality is not None and quality.translated.checksum != side.checksum:
             print(f"note: {quality_path} was made for another version of the translation; its ranking is used anyway")
-        side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
-                           checksum=translated.checksum())
-        analysis = _damage_analysis(args.damage, side, quality) if args.damage else None
         items = draw(source, translated, args.sample, args.seed, quality, analysis)
         strata: dict[str, int] = {}
         for item in items:
@@ -116,8 +116,11 @@ def _serve(args) -> int:
                   f"{found['split']} queries' rows)")
         store.create_sample(items, meta)
         print(f"sample: {len(items)} items ({', '.join(f'{k} {v}' for k, v in strata.items())}), seed {args.seed}")
-    elif args.sample is not None and args.sample != store.size():
-        print(f"note: this review already has {store.size()} items; --sample {args.sample} is ignored")
+    else:
+        if args.sample is not None and args.sample != store.size():
+            print(f"note: this review already has {store.size()} items; --sample {args.sample} is ignored")
+        if args.damage:
+            print(f"note: this review's sample was drawn already; --damage {args.damage} is ignored")
     token = None
     if args.token:
         token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(16)
@@ -129,13 +132,13 @@ def _serve(args) -> int:
     return 0
 
 
-def _damage_analysis(path: Path, side, quality):
+def _damage_analysis(path: Path, side, quality_path: Path):
     """The analysis of this translation in beirx report's ``damage.json``, with the signal it chose."""
     from beirx.artifacts.damage import DamageReport
 
-    if quality is None:
-        raise BeirxError(f"--damage {path} needs the quality report its signals come from: pass --quality "
-                         "QUALITY_JSON (the one beirx report read)")
+    if not quality_path.is_file():
+        raise BeirxError(f"--damage {path} needs the quality report its signals come from ({quality_path} does not "
+                         "exist): pass --quality QUALITY_JSON, the one beirx report read")
     analysis = DamageReport.load(path).find(side)
     if analysis is None:
         raise BeirxError(f"{path} has no analysis with a chosen signal for {side.path} (checksum {side.checksum}): "
