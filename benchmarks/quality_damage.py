@@ -102,6 +102,7 @@ def build(work: Path, rows: int, seed: int) -> tuple[Path, Path, dict[str, str]]
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.plan import translate_texts
 
+    work.mkdir(parents=True, exist_ok=True)
     docs = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open(encoding="utf-8")]
     docs = random.Random(seed).sample(docs, rows)
     english = [f"{d['title']} {d['text']}".strip() for d in docs]
@@ -381,7 +382,7 @@ def retrieval(args) -> None:
     dense = {"e5-small": {"model": str(args.e5)},
              "e5-small-onnx-int8": {"model": str(args.e5), "backend": "onnx", "quantize": "int8"}}
     if args.use:
-        dense["use-m3"] = {"backend": "use"}
+        dense["use-m3"] = {"model": "use-multilingual-v3"}
     runs = dense_runs(args.translation, damaged, dense, args.clean_results, work / "runs", args.top_k)
     results = work / "results"
     subprocess.run([sys.executable, "-m", "beirx", "eval", "--config", str(grid(damaged, runs, results, args.top_k)),

@@ -359,3 +359,28 @@ def test_beirx_review_draws_the_damage_stratum_and_export_states_the_coverage(to
                      "--quality", str(tmp_path / "none.json"), "--port", port]) == 2
         assert "needs the quality report its signals come from" in capsys.readouterr().err
     assert not (other / "review").exists()
+
+
+def test_similarity_can_embed_only_the_judged_rows(tmp_path):
+    """--similarity-sample qrels:test embeds the judged rows only (chunk by chunk: membership needs no whole field);
+    a count is a seeded sample over the whole field."""
+    from beirx.translate.quality.base import FieldPairs
+    from beirx.translate.quality.embedding import EmbeddingSimilarity
+
+    root = write_beir(tmp_path / "es", [{"_id": "d1", "title": "", "text": "x"}],
+                      [{"_id": q, "text": q} for q in ("q1", "q2", "q3")], {"test": [("q2", "d1", 1)]})
+
+    class Encoder:
+        calls: list = []
+
+        def similarities(self, sources, translations, role, label):
+            self.calls.append(list(sources))
+            return [0.5] * len(sources)
+
+    encoder = Encoder()
+    context = QualityContext("en", "es", 0, False, lambda: encoder, root)
+    pairs = FieldPairs("queries", "query", ["q1", "q2", "q3"], ["a", "b", "c"], ["A", "B", "C"])
+    method = EmbeddingSimilarity(JudgedRows("test"))
+    assert method.score(pairs, context).values == {"similarity": {"q2": 0.5}} and encoder.calls == [["b"]]
+    assert not method.whole_field and not EmbeddingSimilarity().whole_field and EmbeddingSimilarity(2).whole_field
+    assert len(EmbeddingSimilarity(2).score(pairs, context).values["similarity"]) == 2
