@@ -19,16 +19,17 @@ the costly ones, and Spearman's rho between the signal and the cost over the dam
 damage above the harmless?).
 
     python benchmarks/quality_damage.py --retrieval --translation scifact-es --clean-results results/es-test \
-        --runs runs/es-test --keep WORK [--query-rate 0.1] [--doc-rate 0.1] [--use] [--judge-url URL]
+        --keep WORK [--query-rate 0.1] [--doc-rate 0.1] [--use] [--judge-url URL]
 
 ``--clean-results`` holds the results documents of the systems on the clean translation (beirx eval; the labels
-name the systems: ``bm25-multifield``, ``bm25-flat``, ``e5-small``, ``e5-small-onnx-int8``, ``use-m3`` when
-``--use``, ``rrf``); the damaged side is evaluated the same way: BM25 indexes the damaged folder, the dense systems
-reuse the clean corpus embeddings (from the cache beirx eval left, $BEIRX_HOME) with only the damaged documents
-re-encoded by the same encoder (the corpus differs in those rows only; the clean run is reproduced first as a
-check), their runs are TREC files that ``beirx eval --config`` scores and fuses (RRF of bm25-multifield and
-e5-small). Then ``beirx report`` of the source results against the damaged results with the damaged quality report
-gives the per-method damage table on the injected run.
+name the systems: ``bm25-multifield``, ``bm25-flat``, ``e5-small``, ``e5-small-onnx-int8``, ``use-m3`` with
+``--use``, ``rrf-bm25-e5``, ``rrf-bm25-e5-use``). The damaged side is evaluated the same way: BM25 indexes the
+damaged folder; the dense systems reuse the clean corpus embeddings (from the cache beirx eval left in
+$BEIRX_HOME) with only the damaged documents re-encoded by the same encoder (the corpus differs in those rows
+only; the clean run is reproduced first, as a check); their runs are TREC files that ``beirx eval --config``
+scores and fuses (RRF of bm25-multifield and e5-small, and of those and use-m3). Then ``beirx report`` of the
+source results against the damaged results, with the damaged quality report, gives the per-method damage table
+on the injected run.
 
 Needs Apertium (``apertium-eng-spa``, ``apertium-eng-cat``) and ``../shared`` (SciFact). The LLM judge runs
 against any OpenAI-compatible endpoint (``--judge-url``), or, in the detection mode, with ``--fake-judge`` against
@@ -330,14 +331,17 @@ def _results(folder: Path) -> dict:
 
 def grid(damaged: Path, runs: dict[str, Path], output: Path, top_k: int) -> Path:
     """The damaged translation's systems as a beirx eval grid: BM25 (multifield, flat) on the folder, the dense runs
-    as run files, and the RRF of bm25-multifield and e5-small."""
+    as run files, and the RRF of bm25-multifield and e5-small (and use-m3 when it ran)."""
     lines = [f'output = "{output}"', 'split = "test"', f"top_k = {top_k}", 'languages = ["es"]', "",
              "[[datasets]]", f'name = "{damaged}"', 'label = "scifact"', f'paths = {{ es = "{damaged}" }}', "",
              "[[systems]]", 'name = "bm25-multifield"', 'retriever = "bm25"', "",
              "[[systems]]", 'name = "bm25-flat"', 'retriever = "bm25"', 'fields = "flat"', ""]
     for label, path in runs.items():
         lines += ["[[systems]]", f'name = "{label}"', f'run_file = "{path}"', ""]
-    lines += ["[[systems]]", 'name = "rrf"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "e5-small"]', ""]
+    lines += ["[[systems]]", 'name = "rrf-bm25-e5"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "e5-small"]', ""]
+    if "use-m3" in runs:
+        lines += ["[[systems]]", 'name = "rrf-bm25-e5-use"', 'fusion = "rrf"',
+                  'inputs = ["bm25-multifield", "e5-small", "use-m3"]', ""]
     path = output.parent / "grid-damaged.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
@@ -351,7 +355,8 @@ def costs(chosen: dict[tuple[str, str], str], test: dict[str, dict[str, int]], c
             for q in test}
     meets = {}
     for (field, item) in chosen:
-        meets[(field, item)] = [item] if field == "queries" else [q for q, docs in test.items() if docs.get(item, 0) > 0]
+        meets[(field, item)] = ([item] if field == "queries" else
+                                [q for q, docs in test.items() if docs.get(item, 0) > 0])
     return {key: float(np.mean([loss[q] for q in qs])) for key, qs in meets.items()}, systems
 
 

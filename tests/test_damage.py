@@ -73,7 +73,8 @@ class Flagger(QualityMethod):
 def _results(folder, name, lang, dataset, per_query, system, qids=QIDS):
     doc = {"schema": "beirx.results/2", "created": "2026-11-23T12:00:00+00:00",
            "dataset": {"name": "toy", "source": str(dataset), "language": lang, "query_language": lang,
-                       "split": "test", "checksum": f"sha256:{lang}", "translated_from": "en" if lang == "es" else None},
+                       "split": "test", "checksum": f"sha256:{lang}",
+                       "translated_from": "en" if lang == "es" else None},
            "query_dataset": None,
            "system": {"label": system, "tag": system, "kind": "retriever", "description": {"retriever": system}},
            "language_pack": {"code": lang}, "language_source": "flag",
@@ -200,8 +201,8 @@ def test_ranking_tau_and_its_paired_interval(tmp_path):
     assert [r[2].value for r in rows] == ["x", "y", "z", "3 systems"]
     assert [(r[8].value, r[9].value) for r in rows[:3]] == [(1, 1), (2, 3), (3, 2)]
     tau, p = rows[3][10].value, rows[3][11].value
-    assert tau == pytest.approx(stats.kendalltau([0.9, 0.65, 0.5], [0.8, 0.25, 0.425]).statistic) == pytest.approx(1 / 3)
-    assert p == pytest.approx(stats.kendalltau([0.9, 0.65, 0.5], [0.8, 0.25, 0.425]).pvalue)
+    by_scipy = stats.kendalltau([0.9, 0.65, 0.5], [0.8, 0.25, 0.425])
+    assert tau == pytest.approx(by_scipy.statistic) == pytest.approx(1 / 3) and p == pytest.approx(by_scipy.pvalue)
     low, high = rows[3][12].value, rows[3][13].value
     assert -1 <= low <= high <= 1
     again = build_report([results], tmp_path / "again", permutations=100, plots=False, bootstrap=300, seed=1)

@@ -1,0 +1,100 @@
+"""Does the damage-aimed review stratum find the damage? The rows ``beirx review --damage`` draws (those the
+best-predicting quality signal ranks worst among the rows retrieval reads) against random samples of the same size:
+the share of *damaging rows* each holds (the most-damaged queries' own rows and their judged relevant documents'),
+and, with ``--truth`` (the injected-damage benchmark's ``damaged.json``), the share of injected damaged rows.
+
+    python benchmarks/review_damage.py TRANSLATED --source SOURCE --quality QUALITY_JSON --damage DAMAGE_JSON \\
+        [--size 50] [--draws 1000] [--truth damaged.json]
+
+Random samples are drawn two ways, seeded, ``--draws`` times each (mean and 2.5th-97.5th percentiles): uniformly
+over every row of the translation (what the review's random strata do) and uniformly over the rows retrieval reads
+(the split's judged queries and their judged documents: the fairer baseline, the pool the damage stratum draws
+from). Nothing is written: the stratum is drawn as ``beirx review`` draws it (:func:`beirx.review.sample.aimed`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+
+def _share(keys: list[tuple[str, str]], wanted: set[tuple[str, str]]) -> float:
+    return sum(key in wanted for key in keys) / len(keys) if keys else float("nan")
+
+
+def _random(pool: list[tuple[str, str]], size: int, draws: int, wanted: set, seed: int) -> tuple[float, float, float]:
+    rng = random.Random(seed)
+    shares = np.array([_share(rng.sample(pool, min(size, len(pool))), wanted) for _ in range(draws)])
+    return float(shares.mean()), float(np.percentile(shares, 2.5)), float(np.percentile(shares, 97.5))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("translated", type=Path)
+    parser.add_argument("--source", type=Path, required=True)
+    parser.add_argument("--quality", type=Path, required=True)
+    parser.add_argument("--damage", type=Path, required=True)
+    parser.add_argument("--size", type=int, default=50, help="rows in the damage stratum (default 50)")
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--truth", type=Path, help="the injected damage (quality_damage.py --retrieval's damaged.json)")
+    args = parser.parse_args()
+
+    from beirx.artifacts.damage import DamageReport
+    from beirx.artifacts.manifest import DatasetSide
+    from beirx.artifacts.quality import QualityReport
+    from beirx.data.dataset import BeirDataset
+    from beirx.review.sample import aimed, damaging_rows
+
+    translated = BeirDataset(args.translated, lang="es")
+    side = DatasetSide(path=str(translated.root), name=translated.name, lang="es", checksum=translated.checksum())
+    analysis = DamageReport.load(args.damage).find(side)
+    if analysis is None:
+        sys.exit(f"{args.damage} has no analysis with a chosen signal for {args.translated}")
+    quality = QualityReport.load(args.quality)
+    stratum = aimed(translated, quality, analysis, args.size)
+    damaging = damaging_rows(translated, analysis)
+    qrels = translated.qrels(analysis.split)
+    read = sorted({("queries", q) for q in qrels} | {("corpus", d) for docs in qrels.values()
+                                                      for d, rel in docs.items() if rel > 0})
+    every = [("queries", q.id) for q in translated.queries.values()] + [("corpus", d.id)
+                                                                        for d in translated.iter_corpus()]
+    truth = None
+    if args.truth:
+        truth = {tuple(key.split("/", 1)) for key in json.loads(args.truth.read_text(encoding="utf-8"))}
+    chosen = analysis.chosen
+    print(f"signal: {chosen.signal} ({chosen.view}): {chosen.reason}")
+    print(f"damaging rows: {len(damaging)} (the {len(analysis.damaged)} most-damaged {analysis.split} queries and "
+          f"their judged relevant documents) among {len(read)} rows retrieval reads and {len(every)} rows in all\n")
+    header = "| sample | rows | damaging rows | share |" + (" injected damage | share |" if truth else "")
+    print(header)
+    print("|---|---:|---:|---:|" + ("---:|---:|" if truth else ""))
+
+    def line(name: str, keys: list, figures: list[tuple[float, float, float] | float]) -> None:
+        cells = []
+        for value in figures:
+            cells.append(f"{value:.3f}" if isinstance(value, float) else
+                         f"{value[0]:.3f} ({value[1]:.3f}-{value[2]:.3f})")
+        counts = [str(sum(k in damaging for k in keys))] if keys else ["–"]
+        if truth:
+            injected = sum(k in truth for k in keys) if keys else "–"
+            print(f"| {name} | {args.size} | {counts[0]} | {cells[0]} | {injected} | {cells[1]} |")
+        else:
+            print(f"| {name} | {args.size} | {counts[0]} | {cells[0]} |")
+
+    line("damage stratum", stratum, [_share(stratum, damaging)] + ([_share(stratum, truth)] if truth else []))
+    for name, pool in (("random, rows retrieval reads", read), ("random, every row", every)):
+        line(f"{name} (mean, 95% of {args.draws} draws)", [],
+             [_random(pool, args.size, args.draws, damaging, args.seed)]
+             + ([_random(pool, args.size, args.draws, truth, args.seed)] if truth else []))
+
+
+if __name__ == "__main__":
+    main()
