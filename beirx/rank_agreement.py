@@ -132,7 +132,9 @@ def spearman_interval(x: np.ndarray, y: np.ndarray, *, resamples: int = RESAMPLE
                       level: float = 0.95) -> tuple[float | None, float | None, tuple[float, float] | None]:
     """``(rho, two-sided p, interval)`` of paired per-item values ``x`` and ``y``: rho and p from
     ``scipy.stats.spearmanr``, the percentile bootstrap interval over items (module doc); None where undefined
-    (fewer than three items, or a constant side)."""
+    (fewer than three items, or a constant side). The interval is None too when rho is undefined on more draws than
+    one tail holds (2.5% at 95%: e.g. a signal that sets one item apart, absent from a third of the draws): the
+    defined draws alone would give an interval conditioned on that item being drawn."""
     from scipy.stats import spearmanr
 
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -141,6 +143,8 @@ def spearman_interval(x: np.ndarray, y: np.ndarray, *, resamples: int = RESAMPLE
     result = spearmanr(x, y)
     picks = draws(len(x), resamples, seed)
     found = np.concatenate([rho_rows(x[part], y[part]) for part in np.array_split(picks, max(1, resamples // BLOCK))])
+    if np.isnan(found).mean() > (1 - level) / 2:  # undefined beyond one tail's mass: no interval at this level
+        return float(result.statistic), float(result.pvalue), None
     return float(result.statistic), float(result.pvalue), bounds(found, level)
 
 

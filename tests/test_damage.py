@@ -53,6 +53,19 @@ class Fidelity(QualityMethod):
         return MethodResult(values={"fidelity": {i: FIDELITY[i] for i in pairs.ids}}, scored=len(pairs))
 
 
+class Never(QualityMethod):
+    """A flag-only method that flags nothing: the same on every query, so no signal."""
+
+    name = "never"
+    flags = {"impossible": "never raised"}
+
+    def describe(self, context):
+        return {}
+
+    def score(self, pairs, context):
+        return MethodResult(scored=len(pairs))
+
+
 class Flagger(QualityMethod):
     """Flags the rows in FLAGGED; no score."""
 
@@ -99,7 +112,7 @@ def toy(tmp_path):
     translation_manifest(name="toy", src="en", tgt="es", translator={"backend": "apertium"}).save(
         TranslationManifest.path_in(translated))
     run_quality(BeirDataset(source), BeirDataset(translated), src_lang="en", tgt_lang="es",
-                methods=[Fidelity(), Flagger()], show_progress=False)
+                methods=[Fidelity(), Flagger(), Never()], show_progress=False)
     results = tmp_path / "results"
     results.mkdir()
     for system in ("a", "b"):
@@ -134,7 +147,7 @@ def test_report_relates_every_signal_to_the_drop(toy, tmp_path, capsys):
     assert analysis.documents and analysis.translated.checksum == BeirDataset(translated).checksum()
     by = {(e.signal.name, e.view): e for e in analysis.signals}
     assert sorted(by) == sorted((name, view) for name in ("fidelity", "flagger", "combined")
-                                for view in ("query", "worst document", "mean document"))
+                                for view in ("query", "worst document", "mean document"))  # never: constant, out
     # the query view: the query's own score, negated (higher = worse), against the damage, as scipy has it
     own = [-FIDELITY[q] for q in QIDS]
     query = by[("fidelity", "query")].damage
@@ -171,7 +184,8 @@ def test_report_relates_every_signal_to_the_drop(toy, tmp_path, capsys):
     rows = (tmp_path / "out" / "damage_queries.csv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == ("Dataset,Split,Target,Query,drop a,drop b,damage,damaged,fidelity (query),fidelity (worst "
                        "document),fidelity (mean document),flagger (query),flagger (worst document),flagger (mean "
-                       "document),combined (query),combined (worst document),combined (mean document)")
+                       "document),never (query),never (worst document),never (mean document),combined (query),combined "
+                       "(worst document),combined (mean document)")
     assert rows[4].startswith("toy,test,es,q4,0.5,0.5,0.5,0,-0.5,-0.2,-0.5,1.0,0.0,0.0,")
     assert (tmp_path / "out" / "figures" / "damage_signals.png").is_file()
 

@@ -35,3 +35,14 @@ def test_spearman_interval_is_scipys_rho_with_a_seeded_percentile_interval():
     assert spearman_interval(x, y, resamples=500, seed=12)[2] != interval
     assert spearman_interval([1, 2], [2, 1]) == (None, None, None)
     assert spearman_interval([1, 1, 1], [1, 2, 3]) == (None, None, None)
+
+
+def test_no_interval_when_rho_is_undefined_on_too_many_draws():
+    """One item of 30 set apart: about e^-1 of the draws leave it out, rho is undefined on them, and the defined
+    draws alone would be an interval conditioned on drawing it."""
+    x = np.array([0.0] * 29 + [1.0])
+    y = np.arange(30, dtype=float)
+    rho, p, interval = spearman_interval(x, y, resamples=400, seed=0)
+    assert rho == spearmanr(x, y).statistic and interval is None
+    x[:10] = 1.0  # a third set apart: (2/3)^30 of the draws miss them, every draw is defined
+    assert spearman_interval(x, y, resamples=400, seed=0)[2] is not None

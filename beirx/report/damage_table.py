@@ -56,7 +56,9 @@ def damage_table(items: list[tuple[Attribution, DamageAnalysis]], sources: Sourc
         f"resamples, seed {seed}). P@k, R@k: share of the signal's k worst queries that are damaged, and of the "
         "damaged queries among them (ties at the cut shared out in expectation); (random order): what a random "
         "ranking scores. ρ/P@k <system>: the same against that system's own drop and damaged queries. * = the "
-        "signal a damage-aimed review draws by (damage.json).")
+        "signal a damage-aimed review draws by (damage.json). Left out: a signal the same on every query (e.g. a "
+        "flag no analysed row has); – : undefined (a constant side, or an interval whose draws are too often "
+        "undefined).")
     return table
 
 

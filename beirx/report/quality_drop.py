@@ -16,7 +16,7 @@ have a quality report (``quality.json`` and its per-row sidecar), two analyses:
   (:class:`~beirx.artifacts.damage.RowSignal`: each per-row score, each flag-only method's flag count, the report's
   combined order), its own row and the worst and the mean of its judged relevant documents' rows
   (:data:`~beirx.artifacts.damage.VIEWS`; the documents only when the corpus is the translation's). Each signal in
-  each view is related to the damage (and to each system's drop): Spearman's rho of the signal, oriented so that
+  each view that tells the queries apart (not the same on all of them) is related to the damage (and to each system's drop): Spearman's rho of the signal, oriented so that
   higher is worse, against the drop, with a seeded percentile bootstrap interval over queries
   (:func:`beirx.rank_agreement.spearman_interval`; the same draws for every signal), and the precision and recall
   at k of its k = ceil(n / 10) worst queries against the *damaged* queries: the k with the largest drop, ties at
@@ -283,8 +283,8 @@ def analyse(item: Attribution, *, resamples: int = RESAMPLES, seed: int = 0) -> 
     for signal in item.signals:
         for view in VIEWS:
             values = item.values.get((signal.name, view))
-            if values is None:
-                continue
+            if values is None or np.all(np.isnan(values)) or np.nanmax(values) == np.nanmin(values):
+                continue  # absent, or the same on every query: it tells no query from another
             evidence.append(SignalEvidence(
                 signal=signal, view=view, damage=relate(values, damage, truth, resamples=resamples, seed=seed),
                 systems={label: relate(values, drop, hit, resamples=resamples, seed=seed)
