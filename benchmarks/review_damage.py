@@ -45,6 +45,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--truth", type=Path, help="the injected damage (quality_damage.py --retrieval's damaged.json)")
+    parser.add_argument("--results", type=Path, nargs="+", help="the results documents (folders) beirx report read")
+    parser.add_argument("--folds", type=int, default=2)
     args = parser.parse_args()
 
     from beirx.artifacts.damage import DamageReport
@@ -94,6 +96,48 @@ def main() -> None:
         line(f"{name} (mean, 95% of {args.draws} draws)", [],
              [_random(pool, args.size, args.draws, damaging, args.seed)]
              + ([_random(pool, args.size, args.draws, truth, args.seed)] if truth else []))
+    if args.results:
+        held_out(args, str(analysis.translated.path))
+
+
+def held_out(args, translated_path: str) -> None:
+    """Choose the signal on all folds but one, measure it on that one."""
+    from beirx.report.load import load_results
+    from beirx.report.quality_drop import Attribution, analyse, attributions, damaged, relate
+    from beirx.report.translations import translations_for
+
+    results = load_results(args.results)
+    items = [item for item in attributions(results, translations_for(results, [str(args.quality)]), "NDCG@10")
+             if item.translation.folder == translated_path and item.documents]
+    if not items:
+        sys.exit(f"no analysis of {translated_path} in {args.results}")
+    item = items[0]
+    truth = damaged(item.damage)
+    order = list(range(len(item.qids)))
+    random.Random(args.seed).shuffle(order)
+    folds = [sorted(order[f::args.folds]) for f in range(args.folds)]
+
+    def restrict(keep: list[int]) -> Attribution:
+        return Attribution(item.pairs, item.translation, item.metric, item.documents, [item.qids[i] for i in keep],
+                           {s: d[keep] for s, d in item.drops.items()}, item.signals,
+                           {key: v[keep] for key, v in item.values.items()})
+
+    print(f"\nout of sample ({args.folds} folds of the {len(item.qids)} queries; damaged: the worst decile of the "
+          f"whole split, {int(truth.sum())} queries)\n")
+    print("| fold | chosen on the others | its precision there | held out: precision at the worst decile | random |")
+    print("|---:|---|---:|---:|---:|")
+    shares = []
+    for n, fold in enumerate(folds, 1):
+        others = sorted(set(order) - set(fold))
+        evidence = analyse(restrict(others), resamples=200, seed=args.seed)
+        chosen = evidence.chosen
+        there = evidence.evidence(chosen.signal, chosen.view).damage.precision
+        values = item.values[(chosen.signal, chosen.view)][fold]
+        found = relate(values, item.damage[fold], truth[fold], resamples=200, seed=args.seed)
+        shares.append(found.precision)
+        print(f"| {n} | {chosen.signal} ({chosen.view}) | {there:.3f} | {found.precision:.3f} (k={found.k}) | "
+              f"{truth[fold].mean():.3f} |")
+    print(f"| mean | | | {float(np.mean(shares)):.3f} | {float(truth.mean()):.3f} |")
 
 
 if __name__ == "__main__":
