@@ -175,6 +175,8 @@ def test_report_relates_every_signal_to_the_drop(toy, tmp_path, capsys):
     assert analysis.chosen.reason.startswith("the highest precision at the worst decile among the signals with a value "
                                              "for at least 90% of the 6 queries: 1.00 of its k=1 worst queries are "
                                              "damaged (a random order: 0.17)")
+    assert analysis.chosen.reason.endswith("chosen on the queries it is measured on, which flatters it; weak evidence: "
+                                           "its Spearman interval does not exclude 0")  # six queries
 
     table = (tmp_path / "out" / "tables" / "damage.csv").read_text(encoding="utf-8").splitlines()
     assert table[0].startswith("Dataset,Target,Signal,Signal mark,View,Queries,Spearman ρ,ρ 95% low,ρ 95% high,P@k,"

@@ -323,7 +323,10 @@ def choose(analysis: DamageAnalysis) -> Choice | None:
               f"(95% CI {_signed(r.ci_low)} to {_signed(r.ci_high)})")
     if len(ranked) > 1:
         runner = ranked[1]
-        reason += f"; next: {runner.signal.name} ({runner.view}) {runner.damage.precision:.2f}"
+        reason += (f"; next: {runner.signal.name} ({runner.view}) {runner.damage.precision:.2f}; the best of "
+                   f"{len(ranked)} chosen on the queries it is measured on, which flatters it")
+    if r.ci_low is None or r.ci_low <= 0:
+        reason += "; weak evidence: its Spearman interval does not exclude 0"
     return Choice(signal=best.signal.name, view=best.view, reason=reason)
 
 
