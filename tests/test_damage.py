@@ -175,8 +175,8 @@ def test_report_relates_every_signal_to_the_drop(toy, tmp_path, capsys):
     assert analysis.chosen.reason.startswith("the highest precision at the worst decile among the signals with a value "
                                              "for at least 90% of the 6 queries: 1.00 of its k=1 worst queries are "
                                              "damaged (a random order: 0.17)")
-    assert analysis.chosen.reason.endswith("chosen on the queries it is measured on, which flatters it; weak evidence: "
-                                           "its Spearman interval does not exclude 0")  # six queries
+    assert analysis.chosen.reason.endswith("next: combined (query) 0.00; the best of 9 chosen on the queries it is "
+                                           "measured on, which flatters it")  # q4, flagged, is the combined worst
 
     table = (tmp_path / "out" / "tables" / "damage.csv").read_text(encoding="utf-8").splitlines()
     assert table[0].startswith("Dataset,Target,Signal,Signal mark,View,Queries,Spearman ρ,ρ 95% low,ρ 95% high,P@k,"
@@ -401,3 +401,33 @@ def test_similarity_can_embed_only_the_judged_rows(tmp_path):
     assert method.score(pairs, context).values == {"similarity": {"q2": 0.5}} and encoder.calls == [["b"]]
     assert not method.whole_field and not EmbeddingSimilarity().whole_field and EmbeddingSimilarity(2).whole_field
     assert len(EmbeddingSimilarity(2).score(pairs, context).values["similarity"]) == 2
+
+
+def test_the_choice_of_signal():
+    """The highest precision among the signals covering 90% of the queries; ties by the interval's lower bound; a
+    weak interval said so; none without damaged queries."""
+    from beirx.artifacts.damage import DamageAnalysis, Relation, SignalEvidence
+    from beirx.artifacts.manifest import DatasetSide
+    from beirx.report.quality_drop import choose
+
+    def evidence(name, queries, precision, low, rho=0.2):
+        relation = Relation(queries=queries, spearman=rho, p_value=0.1, ci_low=low, ci_high=0.5, k=10, damaged=10,
+                            precision=precision, recall=precision)
+        return SignalEvidence(signal=RowSignal(name=name, method=name, kind="combined"), view="query",
+                              damage=relation, systems={})
+
+    def analysis(signals):
+        return DamageAnalysis(family="f", split="test", metric="NDCG@10", source_pair="en", target_pair="es",
+                              translated=DatasetSide(path="x", name="f", lang="es", checksum="c"), quality_report=None,
+                              documents=True, systems=["a"], queries=100, k=10, damaged=["q"] * 10, rule="r",
+                              resamples=10, seed=0, signals=signals, chosen=None)
+
+    found = choose(analysis([evidence("sampled", 50, 0.9, 0.3), evidence("a", 100, 0.4, -0.1),
+                             evidence("b", 100, 0.4, 0.05), evidence("c", 95, 0.3, 0.2)]))
+    assert found.signal == "b" and "next: a (query) 0.40; the best of 3 chosen" in found.reason  # sampled: 50 < 90
+    assert "weak evidence" not in found.reason
+    assert "weak evidence: its Spearman interval does not exclude 0" in choose(
+        analysis([evidence("a", 100, 0.4, -0.1)])).reason
+    nothing = evidence("a", 100, 0.0, 0.1)
+    nothing.damage.damaged = 0
+    assert choose(analysis([nothing])) is None
