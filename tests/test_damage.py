@@ -431,3 +431,35 @@ def test_the_choice_of_signal():
     nothing = evidence("a", 100, 0.0, 0.1)
     nothing.damage.damaged = 0
     assert choose(analysis([nothing])) is None
+
+
+def test_a_further_quality_report_adds_its_signals(toy, tmp_path):
+    """A second quality report of the same translation whose method ran differently (another model): its scores are
+    signals too, both named by their model, read from their own sidecars; a review aimed by one reads its report."""
+    source, translated, results = toy
+
+    class Other(Fidelity):
+        def describe(self, context):
+            return {"model": "/models/other-model"}
+
+        def score(self, pairs, context):
+            return MethodResult(values={"fidelity": {i: 1 - FIDELITY[i] for i in pairs.ids}}, scored=len(pairs))
+
+    run_quality(BeirDataset(source), BeirDataset(translated), tmp_path / "other", src_lang="en", tgt_lang="es",
+                methods=[Other()], show_progress=False)
+    own = QualityReport.path_in(translated)
+    report = build_report([results], tmp_path / "out", permutations=100, plots=False, bootstrap=200,
+                          quality=[str(own), str(tmp_path / "other" / "quality.json")])
+    [analysis] = report.damage
+    names = {e.signal.name for e in analysis.signals}
+    assert {"fidelity [quality]", "fidelity [other-model]"} <= names and "fidelity" not in names
+    other = analysis.evidence("fidelity [other-model]", "query")
+    assert other.signal.report == str(tmp_path / "other" / "quality.json")
+    expected = stats.spearmanr([-(1 - FIDELITY[q]) for q in QIDS], DAMAGE).statistic
+    assert other.damage.spearman == pytest.approx(expected)  # its own rows: 1 - fidelity
+    assert sum(1 for e in analysis.signals if e.signal.name == "combined" and e.view == "query") == 1
+    analysis.chosen = Choice(signal="fidelity [other-model]", view="query", reason="by hand")
+    items = draw(BeirDataset(source), BeirDataset(translated), 10, seed=1, quality=QualityReport.load(own),
+                 damage=analysis)
+    # its worst rows: the lowest 1 - fidelity, q5 (0.05) and q2 (0.1)
+    assert [(i.field, i.id) for i in items if i.stratum == "damage"] == [("queries", "q2"), ("queries", "q5")]

@@ -42,6 +42,8 @@ class RowSignal:
     score: str | None = optional("the score's name (kind score)")
     higher_is_better: bool = optional("the score's direction (kind score)", default=True)
     flags: list[str] = optional("the flag reasons counted (kind flags)", default_factory=list)
+    report: str | None = optional("the quality.json whose rows it reads, when not the analysis' quality_report (a "
+                                  "further report of the same translation, e.g. by a second encoder)")
 
     def badness(self, row: dict) -> float | None:
         """The signal's value on one sidecar record (higher is worse); None when the row has no such value (a

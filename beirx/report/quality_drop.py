@@ -157,6 +157,35 @@ def signals_of(report: QualityReport) -> list[RowSignal]:
     return found + [RowSignal(name="combined", method="all", kind="combined")]
 
 
+def translation_signals(translation: Translation) -> list[RowSignal]:
+    """The signals of a translation's quality report, and of its further reports those of the methods that ran
+    differently there (another encoder, model or options; not the combined order): a name both have is labelled
+    with each method's model (``similarity [e5-small]``, ``similarity [use-multilingual-v3]``)."""
+    primary = translation.quality
+    found = signals_of(primary)
+    for path, report in translation.further:
+        differs = {name for name, info in report.methods.items()
+                   if name not in primary.methods or info.description != primary.methods[name].description}
+        for signal in signals_of(report):
+            if signal.method not in differs:
+                continue
+            twin = next((s for s in found if s.name == signal.name and s.report is None), None)
+            if twin is not None:
+                twin.name = f"{twin.name} [{_model_label(primary, twin.method, translation.quality_path)}]"
+                signal.name = f"{signal.name} [{_model_label(report, signal.method, path)}]"
+            signal.report = path
+            found.append(signal)
+    return found
+
+
+def _model_label(report: QualityReport, method: str, path: str | None) -> str:
+    """A method's model, by its folder or Hub name (else the report's folder)."""
+    model = report.methods[method].description.get("model") or report.methods[method].description.get("encoder")
+    if isinstance(model, dict):
+        model = model.get("model")
+    return Path(str(model)).name if model else Path(path or "quality").parent.name
+
+
 def attributions(results: list[Result], translations: dict[str, Translation], metric: str,
                  source_language: str | None = None, baseline: str | None = None) -> list[Attribution]:
     """One :class:`Attribution` per translated query set, target language pair and split with a quality report."""
@@ -177,7 +206,7 @@ def attributions(results: list[Result], translations: dict[str, Translation], me
         documents = target.monolingual and target.dataset_source == folder
         item = Attribution(pairs, translation, metric, documents, qids,
                            {t.label: np.array([src[q] - tgt[q] for q in qids]) for (_, t), (src, tgt)
-                            in zip(pairs, per_query)}, signals_of(translation.quality))
+                            in zip(pairs, per_query)}, translation_signals(translation))
         if _read_values(item, split):
             out.append(item)
     return out
@@ -200,24 +229,26 @@ def _rows(report: QualityReport, fields: list[str]) -> Iterator[dict]:
 
 
 def _read_values(item: Attribution, split: str) -> bool:
-    """Fill ``item.values`` from one pass over the sidecar, keeping only the analysed queries' rows and their judged
-    relevant documents' rows; False when no analysed query has a row."""
-    report = item.translation.quality
+    """Fill ``item.values`` from one pass over each quality report's sidecar, keeping only the analysed queries' rows
+    and their judged relevant documents' rows; False when no analysed query has a row in the translation's report."""
     relevant = _relevant(item.translation.folder, split, item.qids) if item.documents else {}
     wanted_docs = {d for docs in relevant.values() for d in docs}
     position = {q: i for i, q in enumerate(item.qids)}
     own = {s.name: np.full(len(item.qids), np.nan) for s in item.signals}
     docs: dict[str, dict[str, float | None]] = {}
-    fields = [f for f in ("queries", "corpus") if f in report.fields and (f == "queries" or wanted_docs)]
+    reports = [(None, item.translation.quality)] + list(item.translation.further)
     found = False
-    for row in _rows(report, fields):
-        if row["field"] == "queries" and row["id"] in position:
-            found = True
-            for signal in item.signals:
-                value = signal.badness(row)
-                own[signal.name][position[row["id"]]] = np.nan if value is None else value
-        elif row["field"] == "corpus" and row["id"] in wanted_docs:
-            docs[row["id"]] = {s.name: s.badness(row) for s in item.signals}
+    for path, report in reports:
+        signals = [s for s in item.signals if s.report == path]
+        fields = [f for f in ("queries", "corpus") if f in report.fields and (f == "queries" or wanted_docs)]
+        for row in _rows(report, fields) if signals else ():
+            if row["field"] == "queries" and row["id"] in position:
+                found = found or path is None
+                for signal in signals:
+                    value = signal.badness(row)
+                    own[signal.name][position[row["id"]]] = np.nan if value is None else value
+            elif row["field"] == "corpus" and row["id"] in wanted_docs:
+                docs.setdefault(row["id"], {}).update((s.name, s.badness(row)) for s in signals)
     if not found:
         return False
     for signal in item.signals:
@@ -226,7 +257,7 @@ def _read_values(item: Attribution, split: str) -> bool:
             continue
         worst, mean = np.full(len(item.qids), np.nan), np.full(len(item.qids), np.nan)
         for q, i in position.items():
-            met = [docs[d][signal.name] for d in relevant.get(q, []) if d in docs]
+            met = [docs[d].get(signal.name) for d in relevant.get(q, []) if d in docs]
             met = [v for v in met if v is not None]
             if met:
                 worst[i], mean[i] = max(met), sum(met) / len(met)

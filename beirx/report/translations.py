@@ -4,14 +4,16 @@
 ``beirx translate`` writes ``translation.json`` into the translated folder and the quality report into
 ``<folder>/quality/quality.json``. The quality report's ``per_query_similarity`` (``{qid: cosine}``) is what
 relates translation quality to retrieval drop; a report without it (older files) still gives the
-dataset-level mean similarity. A malformed manifest or report is logged and left out, not fatal: the
-retrieval tables do not depend on it.
+dataset-level mean similarity. Quality reports kept elsewhere (``beirx report --quality``) join the folder named in
+their ``translated.path``: the first replaces the folder's own, later ones for the same folder are *further* reports
+of the same translation (e.g. a second similarity encoder), whose signals the damage analysis reads too. A
+malformed manifest or report is logged and left out, not fatal: the retrieval tables do not depend on it.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from beirx.artifacts.manifest import TranslationManifest
@@ -29,6 +31,7 @@ class Translation:
     manifest: TranslationManifest | None = None
     quality: QualityReport | None = None
     quality_path: str | None = None
+    further: tuple[tuple[str, QualityReport], ...] = ()  # (path, report): more quality reports of this translation
 
     @property
     def per_query_similarity(self) -> dict[str, float]:
@@ -50,7 +53,7 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
     """``{queries folder: Translation}`` for every translated query set among ``results``.
 
     ``extra_quality`` adds quality reports kept elsewhere; each is joined to the folder named in its
-    ``translated.path``.
+    ``translated.path``: the first for a folder replaces the folder's own report, the next ones are further reports.
     """
     found: dict[str, Translation] = {}
     for row in results:
@@ -59,6 +62,7 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             translation = read_translation(folder)
             if translation is not None:
                 found[folder] = translation
+    given: set[str] = set()
     for path in extra_quality:
         report = QualityReport.load_optional(path)
         if report is None:
@@ -66,5 +70,9 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             continue
         folder = report.translated.path
         base = found.get(folder) or (read_translation(folder) if Path(folder).is_dir() else None)
+        if folder in given:
+            found[folder] = replace(base, further=base.further + ((str(path), report),))
+            continue
+        given.add(folder)
         found[folder] = Translation(folder, base.manifest if base else None, report, str(path))
     return found
