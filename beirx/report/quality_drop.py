@@ -10,20 +10,21 @@ have a quality report (``quality.json`` and its per-row sidecar), two analyses:
   queries (ranked by similarity, ties by query ID). A negative correlation and a smaller drop on the
   best-translated quarter point at the translation; no relation points at the language (or the model).
 - **Damage attributed to every quality signal** (``damage.json``; the ``damage`` table and ``damage_queries.csv``,
-  :mod:`beirx.report.damage_table`):
-  a query's *damage* is its drop averaged over every system evaluated on both sides (over the queries they all
-  score); what it meets in the translation is, for every signal of the quality report
-  (:class:`~beirx.artifacts.damage.RowSignal`: each per-row score, each flag-only method's flag count, the report's
-  combined order), its own row and the worst and the mean of its judged relevant documents' rows
+  :mod:`beirx.report.damage_table`): a query's *damage* is its drop averaged over every system evaluated on both
+  sides (over the queries they all score); what it meets in the translation is, for every signal of the quality
+  report (:class:`~beirx.artifacts.damage.RowSignal`: each per-row score, each flag-only method's flag count, the
+  report's combined order; and the signals of further reports of the same translation, :func:`translation_signals`),
+  its own row and the worst and the mean of its judged relevant documents' rows
   (:data:`~beirx.artifacts.damage.VIEWS`; the documents only when the corpus is the translation's). Each signal in
-  each view that tells the queries apart (not the same on all of them) is related to the damage (and to each system's drop): Spearman's rho of the signal, oriented so that
-  higher is worse, against the drop, with a seeded percentile bootstrap interval over queries
-  (:func:`beirx.rank_agreement.spearman_interval`; the same draws for every signal), and the precision and recall
-  at k of its k = ceil(n / 10) worst queries against the *damaged* queries: the k with the largest drop, ties at
-  the cut included, drop > 0 (:func:`damaged`, :func:`precision_recall_at_k`). The signal whose worst decile holds
-  the most damaged queries is named for a damage-aimed review (:func:`choose`).
+  each view that tells the queries apart (not the same on all of them) is related to the damage and to each
+  system's drop: Spearman's rho of the signal, oriented so that higher is worse, against the drop, with a seeded
+  percentile bootstrap interval over queries (:func:`beirx.rank_agreement.spearman_interval`; the same draws for
+  every signal), and the precision and recall at k of its k = ceil(n / 10) worst queries against the *damaged*
+  queries: the k with the largest drop, ties at the cut included, drop > 0 (:func:`damaged`,
+  :func:`precision_recall_at_k`). The signal whose worst decile holds the most damaged queries is named for a
+  damage-aimed review (:func:`choose`).
 
-Reading is bounded: the sidecar is streamed once per translation, keeping the rows of the analysed queries and of
+Reading is bounded: each quality report's sidecar is streamed once, keeping the rows of the analysed queries and of
 their judged relevant documents only (:func:`_rows` is the one place that reads it).
 """
 

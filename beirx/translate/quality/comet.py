@@ -90,10 +90,9 @@ class Comet(QualityMethod):
                            help="a local reference-free COMET model folder (e.g. CometKiwi): per-row neural QE "
                                 "(needs beirx[comet])")
         group.add_argument("--comet-batch-size", type=positive_int, default=16, help="COMET batch size (default 16)")
-        group.add_argument("--comet-sample", type=rows_to_score, default=None,
-                           metavar="N|all|qrels:SPLIT",
-                           help="rows per field to score: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
-                                "SPLIT qrels judge; default all)")
+        group.add_argument("--comet-sample", type=rows_to_score, default=None, metavar="N|all|qrels:SPLIT",
+                           help="rows per field to score: a seeded sample, all, or qrels:SPLIT (the queries and "
+                                "documents the SPLIT qrels judge; default all)")
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> Comet | None:

@@ -85,10 +85,9 @@ class LLMJudge(QualityMethod):
                                                               "a model folder or Hub id)")
         group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
                                                                    "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--judge-sample", type=rows_to_score, default=DEFAULT_SAMPLE,
-                           metavar="N|all|qrels:SPLIT",
-                           help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
-                                f"SPLIT qrels judge; default {DEFAULT_SAMPLE})")
+        group.add_argument("--judge-sample", type=rows_to_score, default=DEFAULT_SAMPLE, metavar="N|all|qrels:SPLIT",
+                           help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and "
+                                f"documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
         group.add_argument("--judge-retries", type=non_negative_int, default=2,
                            help="a malformed answer is asked again this many times, then recorded missing (default 2)")
         group.add_argument("--judge-min-score", type=non_negative_float, default=50.0,
