@@ -59,7 +59,8 @@ class RoundTrip(QualityMethod):
         group.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
         group.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
                            help="option of the round-trip backend (repeatable)")
-        group.add_argument("--roundtrip-sample", type=rows_to_score, default=DEFAULT_SAMPLE, metavar="N|all|qrels:SPLIT",
+        group.add_argument("--roundtrip-sample", type=rows_to_score, default=DEFAULT_SAMPLE,
+                           metavar="N|all|qrels:SPLIT",
                            help="rows per field to back-translate: a seeded sample, all, or qrels:SPLIT (the queries "
                                 f"and documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
 
