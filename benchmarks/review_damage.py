@@ -3,7 +3,7 @@ best-predicting quality signal ranks worst among the rows retrieval reads) again
 the share of *damaging rows* each holds (the most-damaged queries' own rows and their judged relevant documents'),
 and, with ``--truth`` (the injected-damage benchmark's ``damaged.json``), the share of injected damaged rows.
 
-    python benchmarks/review_damage.py TRANSLATED --source SOURCE --quality QUALITY_JSON --damage DAMAGE_JSON \\
+    python benchmarks/review_damage.py TRANSLATED --source SOURCE --quality QUALITY_JSON... --damage DAMAGE_JSON \\
         [--size 50] [--draws 1000] [--truth damaged.json]
 
 Random samples are drawn two ways, seeded, ``--draws`` times each (mean and 2.5th-97.5th percentiles): uniformly
@@ -39,7 +39,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("translated", type=Path)
     parser.add_argument("--source", type=Path, required=True)
-    parser.add_argument("--quality", type=Path, required=True)
+    parser.add_argument("--quality", type=Path, nargs="+", required=True,
+                        help="the quality report(s) beirx report read, the translation's own first")
     parser.add_argument("--damage", type=Path, required=True)
     parser.add_argument("--size", type=int, default=50, help="rows in the damage stratum (default 50)")
     parser.add_argument("--draws", type=int, default=1000)
@@ -60,7 +61,7 @@ def main() -> None:
     analysis = DamageReport.load(args.damage).find(side)
     if analysis is None:
         sys.exit(f"{args.damage} has no analysis with a chosen signal for {args.translated}")
-    quality = QualityReport.load(args.quality)
+    quality = QualityReport.load(args.quality[0])
     stratum = aimed(translated, quality, analysis, args.size)
     damaging = damaging_rows(translated, analysis)
     qrels = translated.qrels(analysis.split)
@@ -107,7 +108,8 @@ def held_out(args, translated_path: str) -> None:
     from beirx.report.translations import translations_for
 
     results = load_results(args.results)
-    items = [item for item in attributions(results, translations_for(results, [str(args.quality)]), "NDCG@10")
+    translations = translations_for(results, [str(q) for q in args.quality])
+    items = [item for item in attributions(results, translations, "NDCG@10")
              if item.translation.folder == translated_path and item.documents]
     if not items:
         sys.exit(f"no analysis of {translated_path} in {args.results}")
