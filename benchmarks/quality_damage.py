@@ -19,11 +19,11 @@ the costly ones, and Spearman's rho between the signal and the cost over the dam
 damage above the harmless?).
 
     python benchmarks/quality_damage.py --retrieval --translation scifact-es --clean-results results/es-test \
-        --keep WORK [--query-rate 0.1] [--doc-rate 0.1] [--use] [--judge-url URL]
+        --keep WORK [--query-rate 0.1] [--doc-rate 0.1] [--judge-url URL]
 
 ``--clean-results`` holds the results documents of the systems on the clean translation (beirx eval; the labels
-name the systems: ``bm25-multifield``, ``bm25-flat``, ``e5-small``, ``e5-small-onnx-int8``, ``use-m3`` with
-``--use``, ``rrf-bm25-e5``, ``rrf-bm25-e5-use``). The damaged side is evaluated the same way: BM25 indexes the
+name the systems: ``bm25-multifield``, ``bm25-flat``, and of ``e5-small``, ``e5-small-onnx-int8``, ``use-m3``,
+``rrf-bm25-e5``, ``rrf-bm25-e5-use`` those it holds). The damaged side is evaluated the same way: BM25 indexes the
 damaged folder; the dense systems reuse the clean corpus embeddings (from the cache beirx eval left in
 $BEIRX_HOME) with only the damaged documents re-encoded by the same encoder (the corpus differs in those rows
 only; the clean run is reproduced first, as a check); their runs are TREC files that ``beirx eval --config``
@@ -338,8 +338,10 @@ def grid(damaged: Path, runs: dict[str, Path], output: Path, top_k: int) -> Path
              "[[systems]]", 'name = "bm25-flat"', 'retriever = "bm25"', 'fields = "flat"', ""]
     for label, path in runs.items():
         lines += ["[[systems]]", f'name = "{label}"', f'run_file = "{path}"', ""]
-    lines += ["[[systems]]", 'name = "rrf-bm25-e5"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "e5-small"]', ""]
-    if "use-m3" in runs:
+    if "e5-small" in runs:
+        lines += ["[[systems]]", 'name = "rrf-bm25-e5"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "e5-small"]',
+                  ""]
+    if {"e5-small", "use-m3"} <= set(runs):
         lines += ["[[systems]]", 'name = "rrf-bm25-e5-use"', 'fusion = "rrf"',
                   'inputs = ["bm25-multifield", "e5-small", "use-m3"]', ""]
     path = output.parent / "grid-damaged.toml"
@@ -384,10 +386,11 @@ def retrieval(args) -> None:
           f"{sum(by_kind['corpus'].values())} of their judged relevant documents "
           f"({', '.join(f'{f} ' + ', '.join(f'{k} {n}' for k, n in c.items() if n) for f, c in by_kind.items())}); "
           f"data in {work}")
-    dense = {"e5-small": {"model": str(args.e5)},
-             "e5-small-onnx-int8": {"model": str(args.e5), "backend": "onnx", "quantize": "int8"}}
-    if args.use:
-        dense["use-m3"] = {"model": "use-multilingual-v3"}
+    known = {"e5-small": {"model": str(args.e5)},
+             "e5-small-onnx-int8": {"model": str(args.e5), "backend": "onnx", "quantize": "int8"},
+             "use-m3": {"model": "use-multilingual-v3"}}
+    clean_labels = _results(args.clean_results)
+    dense = {label: params for label, params in known.items() if label in clean_labels}  # those evaluated clean
     runs = dense_runs(args.translation, damaged, dense, args.clean_results, work / "runs", args.top_k)
     results = work / "results"
     subprocess.run([sys.executable, "-m", "beirx", "eval", "--config", str(grid(damaged, runs, results, args.top_k)),
@@ -470,7 +473,6 @@ def main() -> None:
     retrieval_mode.add_argument("--doc-rate", type=float, default=0.1,
                                 help="share of their judged relevant documents damaged")
     retrieval_mode.add_argument("--top-k", type=int, default=1000)
-    retrieval_mode.add_argument("--use", action="store_true", help="also the Universal Sentence Encoder (use-m3)")
     retrieval_mode.add_argument("--judge-max-tokens", type=int, default=128)
     args = parser.parse_args()
     if args.retrieval:
