@@ -19,7 +19,7 @@ from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.retrievers.dense import DenseRetriever, document_text
 from beirx.models.files import ModelFiles, max_seq_length, resolve_model
 from beirx.models.prompts import model_prompts
-from tests.conftest import write_beir
+from conftest import write_beir
 
 MAX_LENGTH = 64  # shorter than e5's 512 to keep the test fast; the plumbing is the same
 

@@ -26,8 +26,8 @@ from beirx.evaluate.retrievers.elasticsearch import ElasticsearchRetriever
 from beirx.evaluate.runs import ranked
 from beirx.language_packs import get_pack
 from elasticsearch_server import noida_binary, noida_elasticsearch
-from tests.bm25_reference import WhitespacePack, lucene_bm25
-from tests.conftest import write_beir
+from bm25_reference import WhitespacePack, lucene_bm25
+from conftest import write_beir
 
 
 NOIDA_URLS: set[str] = set()

@@ -16,7 +16,7 @@ from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.rerankers import RERANKERS
 from beirx.evaluate.rerankers.base import PairwiseReranker as Reranker
 from beirx.evaluate.runs import read_trec, truncate, write_trec
-from tests.conftest import write_beir
+from conftest import write_beir
 
 BM25 = SystemSpec("bm25", {"k1": 1.2, "b": 0.75, "fields": "multifield"})
 BM25_FLAT = SystemSpec("bm25", {"fields": "flat"})

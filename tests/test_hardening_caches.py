@@ -19,8 +19,8 @@ from beirx.evaluate.run_cache import RunCache
 from beirx.evaluate.rerankers.score_cache import PairScoreCache
 from beirx.translate.backends.base import Translator
 from beirx.translate.memory import TranslationMemory
-from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
+from conftest import write_beir
+from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,8 @@ import pytest
 
 from beirx.cli import main
 from beirx.network import HUB_OFFLINE_HINT, is_network_error, reason
-from tests.conftest import REPO, write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, closed_port
+from conftest import REPO, write_beir
+from hardening_helpers import CORPUS, QRELS, QUERIES, closed_port
 
 hub = pytest.importorskip("huggingface_hub")
 

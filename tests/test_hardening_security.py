@@ -16,8 +16,8 @@ from beirx.data.language import dataset_language
 from beirx.errors import BeirxError
 from beirx.evaluate.specs import SystemSpec
 from beirx.redact import redact_text, redact_url
-from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
+from conftest import write_beir
+from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def _grep_tree(root: Path, secrets) -> list[str]:
 
 
 def test_secret_grep_eval_translate_publish(ds, tmp_path, beirx_home, monkeypatch, capsys, caplog):
-    from tests.test_translate_api import StubApi
+    from test_translate_api import StubApi
 
     secrets = (URL_SECRET, ENV_SECRET, KEY_SECRET, TOKEN_SECRET)
     monkeypatch.setenv("BEIRX_ES_USER", "elastic")

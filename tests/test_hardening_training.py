@@ -13,8 +13,8 @@ from beirx.cli import main
 from beirx.data.front_matter import read_front_matter
 from beirx.errors import BeirxError
 from beirx.train import memory
-from tests.conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
-from tests.hardening_helpers import tiny_st  # noqa: F401 (a fixture)
+from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
+from hardening_helpers import tiny_st  # noqa: F401 (a fixture)
 
 E5_SMALL = memory.Shape(layers=12, hidden=384, heads=12, intermediate=1536)
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from beirx.errors import BeirxError
-from tests.conftest import REPO
+from conftest import REPO
 
 # Walks a package and imports every module; a module whose optional dependency is absent is skipped (it
 # cannot be imported in any environment without that extra, so it cannot leak either).
@@ -310,7 +310,7 @@ def test_a_new_translator_is_one_module_plus_one_registry_line(tiny_dataset, tmp
     from beirx.cli import main
     from beirx.translate.backends import TRANSLATORS
 
-    monkeypatch.setitem(TRANSLATORS._entries, "toy", "tests.toy_translator:ToyTranslator")
+    monkeypatch.setitem(TRANSLATORS._entries, "toy", "toy_translator:ToyTranslator")
     monkeypatch.setenv("COLUMNS", "120")  # argparse wraps the help to the terminal
     assert main(["translate", "--help"]) == 0
     help_text = capsys.readouterr().out
@@ -346,7 +346,7 @@ def test_a_new_pairwise_reranker_is_one_module_plus_one_registry_line(tiny_datas
     from beirx.evaluate.rerankers import RERANKERS
     from beirx.evaluate.runs import read_trec
 
-    monkeypatch.setitem(RERANKERS._entries, "toy", "tests.toy_reranker:ToyReranker")
+    monkeypatch.setitem(RERANKERS._entries, "toy", "toy_reranker:ToyReranker")
     monkeypatch.setenv("COLUMNS", "120")
     assert main(["eval", "--help"]) == 0
     assert "toy (--reranker toy):\n  --toy-boost WORD" in capsys.readouterr().out

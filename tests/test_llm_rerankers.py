@@ -25,7 +25,7 @@ from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
 from beirx.evaluate.rerankers.permutation import parse_permutation
 from beirx.evaluate.runs import read_trec
 from beirx.models.causal_lm import prompt_text
-from tests.test_dense import scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
+from test_dense import scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -28,9 +28,9 @@ from beirx.evaluate.retrievers.sparse_index import InvertedIndex, SparseRowsWrit
 from beirx.evaluate.retrievers.splade import SpladeRetriever
 from beirx.evaluate.runs import read_trec
 from beirx.models import splade as splade_model
-from tests.conftest import REPO, write_beir
-from tests.test_dense import Pack, scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
-from tests.tiny_models import build_tiny_splade
+from conftest import REPO, write_beir
+from test_dense import Pack, scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
+from tiny_models import build_tiny_splade
 
 L = math.log1p  # SPLADE's activation on a positive logit
 WORDS = ["apple", "pie", "tree", "red"]

@@ -74,7 +74,7 @@ def _reversed(text: str) -> str:
 def tiny_st(tmp_path_factory):
     """A seeded random-weight sentence-transformers model: the quality encoder and the model MTEB evaluates."""
     pytest.importorskip("sentence_transformers")
-    from tests.hardening_helpers import build_tiny_st
+    from hardening_helpers import build_tiny_st
 
     return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 

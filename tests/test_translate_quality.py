@@ -20,8 +20,8 @@ from beirx.cli import main
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.quality import distribution, run_quality
 from beirx.translate.quality.roundtrip import RoundTrip
-from tests.artifact_fixtures import row_values
-from tests.conftest import write_beir
+from artifact_fixtures import row_values
+from conftest import write_beir
 
 # Short English sentences with careful Polish translations written for this test (no parallel corpus ships here).
 PARALLEL = [
