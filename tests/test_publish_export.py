@@ -107,7 +107,7 @@ def test_translated_card_reads_manifest_and_quality(tmp_path):
     assert "Machine translation from `en` by `ctranslate2`, model `facebook/nllb-200-distilled-600M` at revision " \
            "`f8d333a`" in text
     assert "| queries similarity (mean) | 0.91 |" in text
-    assert sorted(local_files(out / "provenance")) == ["quality/quality.json", "translation.json"]
+    assert sorted(local_files(out / "provenance")) == ["quality/quality.json", "quality/rows.jsonl", "translation.json"]
 
 
 def test_unknown_licence_becomes_other_with_its_name(tmp_path, tiny_dataset):

@@ -5,6 +5,7 @@ Benchmark loads and runs with mteb (offline, local tasks), and its results table
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -79,7 +80,7 @@ def tiny_st(tmp_path_factory):
     return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
-def test_suite_builds_end_to_end_then_skips_everything(tmp_path, tiny_st):
+def test_suite_builds_end_to_end_then_skips_everything(tmp_path, tiny_st, caplog):
     pytest.importorskip("mteb")
     from beirx.publish.mteb_benchmark import load_benchmark
 
@@ -134,6 +135,15 @@ batch_size = 8
     again = build_suite(load_suite(path), show_progress=False)
     assert again.ran == [] and [s.step for s in again.skipped] == [s.step for s in builder.ran]
     assert main(["suite", "status", str(path)]) == 0
+    # a quality sidecar damaged after its step is no result: the step runs again, saying which file and line
+    sidecar = out / "translated" / "toy-es" / "quality" / "rows.jsonl"
+    whole = sidecar.read_text(encoding="utf-8")
+    sidecar.write_text("".join(whole.splitlines(keepends=True)[:3]), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        healed = build_suite(load_suite(path), show_progress=False)
+    assert [s.step for s in healed.ran] == ["quality"] and sidecar.read_text(encoding="utf-8") == whole
+    assert f"{sidecar}:3: the queries rows end after 3 of the 6 quality.json records" in caplog.text
+    assert "the quality step runs again" in caplog.text
 
 
 def _hang_build(path: Path, mark: Path, home: Path) -> subprocess.Popen:

@@ -110,6 +110,8 @@ class Artifact:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise DataError(path, f"cannot read the file: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(path, f"not valid UTF-8 (byte {exc.start + 1}): not a {cls.KIND} (a binary file?)") from None
         return cls.from_json(text, source=path)
 
     @classmethod
