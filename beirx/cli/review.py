@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from beirx.argtypes import non_negative_int, port_number, positive_int, rating
+from beirx.argtypes import port_number, positive_int, rating, seed
 from beirx.errors import BeirxError
 
 ACTIONS = ("export", "apply")
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", help="language of the translation (default: from beirx translate's manifest)")
     serve = parser.add_argument_group("reviewing (beirx review DATASET)")
     serve.add_argument("--sample", type=positive_int, help="items to review (drawn once; later runs resume them)")
-    serve.add_argument("--seed", type=non_negative_int, default=0, help="seed of the sample (default 0)")
+    serve.add_argument("--seed", type=seed, default=0, help="seed of the sample (default 0)")
     serve.add_argument("--source", help="the original dataset (default: the source recorded by beirx translate)")
     serve.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     serve.add_argument("--quality", type=Path, help="quality.json ranking the 'worst' stratum (default: "

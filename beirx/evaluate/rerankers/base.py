@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from beirx.argtypes import positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
@@ -44,6 +45,16 @@ class Reranker(ABC):
     FLAGS: ClassVar[dict[str, tuple[str, Any, str]]] = {}
     #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
     shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+    #: Typed constructor parameters without a flag of their own (a grid file sets them): parameter -> argparse type
+    #: or tuple of choices, as in :attr:`FLAGS` (:func:`beirx.evaluate.params.checked_params`).
+    PARAMS: ClassVar[dict[str, Any]] = {"batch_size": positive_int, "max_length": positive_int}
+    #: Constructor parameters beirx sets itself, never a grid file.
+    INTERNAL: ClassVar[tuple[str, ...]] = ("lang", "show_progress", "use_cache", "llm")
+
+    @classmethod
+    def param_types(cls) -> dict[str, Any]:
+        """Every typed constructor parameter: :attr:`PARAMS` and :attr:`FLAGS`' types."""
+        return {**cls.PARAMS, **{param: kind for param, (_, kind, _) in cls.FLAGS.items()}}
 
     @classmethod
     def add_arguments(cls, group) -> None:
