@@ -327,3 +327,20 @@ def test_every_numeric_parameter_of_every_retriever_and_reranker_has_a_declared_
                     undeclared.append(f"{name}.{param.name}")
             assert all(callable(kind) or isinstance(kind, tuple) for kind in types.values())
     assert undeclared == []
+
+
+def test_a_results_file_with_a_metric_that_is_no_finite_number_is_refused_by_name(work, capsys):
+    """JSON has no NaN: a results file holding one was written or edited wrongly, and a report would show a dash."""
+    import json
+
+    assert main(["eval", "--dataset", str(work / "toy"), "--output", str(work / "res"), "--no-progress"]) == 0
+    [path] = list((work / "res").glob("*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["metrics"]["NDCG@10"] = float("nan")
+    path.write_text(json.dumps(data), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(work / "res"), "--output", str(work / "report"), "--no-plots"]) == 2
+    assert f"{path}: field 'metrics.NDCG@10': expected a finite number, got nan" in capsys.readouterr().err
+    assert not (work / "report").exists()
+    assert main(["publish", "results", str(work / "res"), "--repo", "org/res", "--dry-run"]) == 2
+    assert f"{path}: field 'metrics.NDCG@10': expected a finite number, got nan" in capsys.readouterr().err

@@ -22,6 +22,7 @@ import dataclasses
 import datetime
 import json
 import logging
+import math
 import types
 import typing
 from pathlib import Path
@@ -280,6 +281,8 @@ def _check(tp: Any, value: Any, where: str, source: str) -> Any:
         return _build(tp, value, where, source)
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):  # JSON has no NaN: a file holding one was written or edited wrongly
+                raise DataError(source, f"field {where!r}: expected a finite number, got {value}")
             return float(value)
         raise _fail(source, where, tp, value)
     if tp is int:
