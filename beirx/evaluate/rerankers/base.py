@@ -83,6 +83,18 @@ class Reranker(ABC):
     device: Any = None
     """The torch device the model runs on (set by subclasses)."""
 
+    def not_finite_advice(self) -> str:
+        """What to do about a score that is not a finite number, which no ranking can use: half precision can
+        overflow (float32 cannot); a server's answers are its own (the LLM client names a broken one first)."""
+        description = self.describe()
+        dtype = str(description.get("dtype") or "")
+        if dtype in ("float16", "bfloat16"):
+            return f"a numerical overflow in {dtype}? rerun with dtype='float32'"
+        if self.device_name is None and description.get("base_url"):
+            return (f"the server {description['base_url']} (model {description.get('model')}) sent it: rerun to retry, "
+                    "or use another server")
+        return "the model's output is not a number (its weights?)"
+
     @property
     def device_name(self) -> str | None:
         return None if self.device is None else str(self.device)
@@ -174,9 +186,10 @@ class PairwiseReranker(Reranker):
                 if len(scores) != len(chunk):
                     raise RuntimeError(f"{type(self).__name__}.score_pairs returned {len(scores)} scores "
                                        f"for {len(chunk)} pairs")
-                if any(math.isnan(s) for s in scores):
-                    raise BeirxError(f"{self.name} produced NaN scores (numerical overflow in half precision?); "
-                                     "rerun with dtype='float32'")
+                broken = next((s for s in scores if not math.isfinite(s)), None)
+                if broken is not None:
+                    raise BeirxError(f"{self.name} produced a score that is not a finite number ({broken}): "
+                                     f"{self.not_finite_advice()}")
                 chunk_scores = dict(zip(chunk, scores))
                 if cache is not None:
                     cache.put_many(chunk_scores)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
@@ -127,6 +128,11 @@ class LLMClient(LLM):
             if not reply.top_logprobs:
                 raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
                                      "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")
+            broken = next(((token, p) for token, p in reply.top_logprobs if not math.isfinite(p)), None)
+            if broken is not None:  # a listed token has a probability above 0: its log is a finite number
+                raise LLMAnswerError(f"{self.where()} returned a log-probability that is not a finite number "
+                                     f"({broken[1]}) for the token {broken[0]!r}: no score can be computed from it; "
+                                     "a fault of the server: rerun to retry, or use another server")
             floor = min(p for _, p in reply.top_logprobs)
             found = {name: [p for token, p in reply.top_logprobs if token.strip() in words]
                      for name, words in labels.items()}
