@@ -441,3 +441,38 @@ def test_a_non_finite_score_in_process_gets_advice_for_its_dtype(dtype, advice):
     with pytest.raises(BeirxError, match=re.escape(f"llm-pointwise produced a score that is not a finite number "
                                                    f"(nan): {advice}")):
         reranker.score(Query("q", "a query"), [Doc("d", "Cats purr.")])
+
+
+# -- the Batch API retries as the live path does ------------------------------------------------------------------
+def _batch_run(source: Path, server: FakeOpenAI, out: Path) -> int:
+    server.batch_polls = 1
+    return translate(source, server, out, "--batch", "--batch-poll", "0.01")
+
+
+def test_the_batch_api_retries_429_and_5xx_on_upload_create_polls_and_downloads(source, tmp_path, capsys):
+    """The same run, once clean and once with 429 (Retry-After) and 5xx answers at every Batch API endpoint: the
+    faulty run makes exactly one more request per injected fault and writes the same dataset."""
+    with FakeOpenAI(translate=word_map()) as clean, FakeOpenAI(translate=word_map()) as faulty:
+        assert _batch_run(source, clean, tmp_path / "clean") == 0
+        faulty.batch_faults = {"upload": [429, 503], "create": [502], "poll": [503, 429], "content": [500]}
+        assert _batch_run(source, faulty, tmp_path / "faulty") == 0, error(capsys)
+        injected = {"upload": 2, "create": 1, "poll": 2, "content": 1}
+        assert {k: faulty.batch_requests[k] - clean.batch_requests[k] for k in injected} == injected
+        assert all(clean.batch_requests[k] >= 1 for k in injected) and not any(faulty.batch_faults.values())
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "faulty" / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
+
+
+def test_a_batch_upload_refused_for_good_is_not_retried(source, tmp_path, capsys, server):
+    server.batch_faults = {"upload": [400]}
+    assert _batch_run(source, server, tmp_path / "out") == 2
+    assert "Batch API request failed with HTTP 400" in error(capsys)
+    assert server.batch_requests["upload"] == 1
+
+
+def test_a_batch_endpoint_failing_every_attempt_stops_after_the_retries(source, tmp_path, capsys, server):
+    server.batch_faults = {"poll": [503] * 50}
+    assert _batch_run(source, server, tmp_path / "out") == 2
+    err = error(capsys)
+    assert f"LLM server {server.url} (model fake-llm)" in err and "HTTP 503" in err
+    assert 2 <= server.batch_requests["poll"] < 50  # retried, then given up (rerunning resumes the batch)
