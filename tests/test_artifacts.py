@@ -23,6 +23,7 @@ from beirx.errors import DataError
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.outputs import build_results
 from beirx.language_packs import get_pack
+from extras import needs
 
 REPO_DOCS = BEFORE_V2.parents[2] / "docs" / "schema.md"
 
@@ -316,7 +317,7 @@ def test_build_results_records_a_cross_lingual_pair_and_given_labels(tiny_datase
 
 @pytest.mark.parametrize("name", sorted(ARTIFACTS))
 def test_schema_command_prints_a_valid_json_schema(name, capsys):
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = needs("jsonschema", "dev")
     assert main(["schema", name]) == 0
     schema = json.loads(capsys.readouterr().out)
     jsonschema.Draft202012Validator.check_schema(schema)

@@ -23,6 +23,7 @@ from beirx.models.llm import Endpoint, EndpointDown, LLMClient, LLMError, Reply,
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.translate.llm.validate import Validator
 from conftest import REPO, write_beir
+from extras import needs
 from fake_openai import MALFORMED, FakeOpenAI, on_source, word_map
 
 KEY = "sk-hostile-SECRET-7f3a"
@@ -45,7 +46,12 @@ def source(tmp_path) -> Path:
 
 
 @pytest.fixture
-def server():
+def openai():
+    return needs("openai", "llm")
+
+
+@pytest.fixture
+def server(openai):
     with FakeOpenAI(translate=word_map()) as fake:
         yield fake
 
@@ -79,7 +85,7 @@ OUTPUT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "translation_
 
 
 # -- 1. transient faults never become final rows ---------------------------------------------------------------
-def test_dropped_answers_leave_units_pending_and_a_rerun_equals_a_clean_run(source, tmp_path, capsys):
+def test_dropped_answers_leave_units_pending_and_a_rerun_equals_a_clean_run(source, tmp_path, capsys, openai):
     clean = FakeOpenAI(translate=word_map()).start()
     try:
         assert translate(source, clean, tmp_path / "clean") == 0
@@ -449,7 +455,7 @@ def _batch_run(source: Path, server: FakeOpenAI, out: Path) -> int:
     return translate(source, server, out, "--batch", "--batch-poll", "0.01")
 
 
-def test_the_batch_api_retries_429_and_5xx_on_upload_create_polls_and_downloads(source, tmp_path, capsys):
+def test_the_batch_api_retries_429_and_5xx_on_upload_create_polls_and_downloads(source, tmp_path, capsys, openai):
     """The same run, once clean and once with 429 (Retry-After) and 5xx answers at every Batch API endpoint: the
     faulty run makes exactly one more request per injected fault and writes the same dataset."""
     with FakeOpenAI(translate=word_map()) as clean, FakeOpenAI(translate=word_map()) as faulty:

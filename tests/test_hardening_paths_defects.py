@@ -12,6 +12,7 @@ import pytest
 from beirx.cli import main
 from conftest import write_beir
 from hardening_helpers import CORPUS, QRELS, QUERIES, closed_port, eval_cli
+from extras import needs
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def test_repetition_flag(source, translation, flagged):
 
 # -- validate hf: ----------------------------------------------------------------------------------
 def test_validate_accepts_hf_specs(ds, tmp_path, capsys):
-    pytest.importorskip("pyarrow")
+    needs("pyarrow", "hub")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.hub import export_dataset
 

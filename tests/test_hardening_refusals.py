@@ -268,7 +268,8 @@ def test_every_numeric_flag_refuses_nan_and_infinity(command, option, kind):
     (["publish", "dataset", "x", "--repo", "o/n", "--min-review-items", "-1"],
      "argument --min-review-items: must be 0 or more, got -1"),
 ])
-def test_numeric_flags_refuse_by_name(capsys, argv, says):
+def test_numeric_flags_refuse_by_name(capsys, monkeypatch, tmp_path, argv, says):
+    monkeypatch.chdir(tmp_path)  # a command that wrongly ran would write here
     assert main(argv) == 2
     assert says in capsys.readouterr().err
 

@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-pytest.importorskip("mteb")
+from extras import needs
+
+needs("mteb", "mteb")
 
 import mteb  # noqa: E402
 

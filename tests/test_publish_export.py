@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pyarrow")
+from extras import needs
+
+needs("pyarrow", "hub")
 
 from artifact_fixtures import quality_report, translation_manifest  # noqa: E402
 from conftest import write_beir  # noqa: E402
@@ -37,7 +39,7 @@ def test_layout_and_configs(scifact_export):
 
 
 def test_datasets_reload_is_identical(scifact_dir, scifact_export, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = needs("datasets", "hub")
     original = BeirDataset(scifact_dir)
     cache = str(tmp_path / "hf")
     corpus = datasets.load_dataset(str(scifact_export), "corpus", split="corpus", cache_dir=cache)

@@ -25,6 +25,7 @@ from beirx.errors import DataError
 from beirx.suites.orchestrate import build_suite
 from beirx.suites.config import load_suite
 from beirx.translate.backends import TRANSLATORS
+from extras import needs
 
 TRANSLATORS.register("word-reverser", "suite_helpers:WordReverser")
 TRANSLATORS.register("paid-word-reverser", "suite_helpers:PaidWordReverser")
@@ -74,14 +75,14 @@ def _reversed(text: str) -> str:
 @pytest.fixture(scope="module")
 def tiny_st(tmp_path_factory):
     """A seeded random-weight sentence-transformers model: the quality encoder and the model MTEB evaluates."""
-    pytest.importorskip("sentence_transformers")
+    needs("sentence_transformers", "neural")
     from hardening_helpers import build_tiny_st
 
     return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
 def test_suite_builds_end_to_end_then_skips_everything(tmp_path, tiny_st, caplog):
-    pytest.importorskip("mteb")
+    needs("mteb", "mteb")
     from beirx.publish.mteb_benchmark import load_benchmark
 
     path = _suite(tmp_path, "out", f'''
@@ -158,6 +159,8 @@ def _hang_build(path: Path, mark: Path, home: Path) -> subprocess.Popen:
 
 
 def test_a_killed_build_resumes_to_the_same_bytes(tmp_path, beirx_home):
+    needs("mteb", "mteb")  # the build publishes (parquet) and makes an MTEB benchmark
+    needs("pyarrow", "hub")
     killed, clean = _suite(tmp_path, "killed"), _suite(tmp_path, "clean")
     mark = tmp_path / "hanging"
     process = _hang_build(killed, mark, beirx_home)
@@ -186,6 +189,8 @@ def test_a_killed_build_resumes_to_the_same_bytes(tmp_path, beirx_home):
 
 
 def test_a_paid_translator_needs_a_cap_and_stays_under_it(tmp_path):
+    needs("mteb", "mteb")  # the build publishes (parquet) and makes an MTEB benchmark
+    needs("pyarrow", "hub")
     from beirx.errors import BeirxError
 
     path = _suite(tmp_path, "paid")

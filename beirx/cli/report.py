@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results JSON files or folders of them (e.g. a grid's output folder)")
     parser.add_argument("--output", type=output_dir, default=Path("report"), help="report folder (default ./report)")
     parser.add_argument("--metric", type=metric_name, default="NDCG@10",
-                        help="metric of the systems table, plots and quality analysis (default NDCG@10)")
+                        help="metric of the systems table, plots and quality analysis (default NDCG@10): MEASURE@k, "
+                             "MEASURE one of NDCG, MAP, Recall, P, MRR, R_cap, Hole, k one of 1, 3, 5, 10, 100, 1000")
     parser.add_argument("--language-metrics", type=metric_names, default=["NDCG@10", "Recall@100"],
                         help="comma-separated metrics of the languages table (default NDCG@10,Recall@100)")
     parser.add_argument("--baseline", default="bm25",

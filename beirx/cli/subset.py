@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="run and results files of the check (default SUBSET/ranking-check)")
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
-    check.add_argument("--metric", type=metric_name, default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    check.add_argument("--metric", type=metric_name, default="NDCG@10", help="metric the systems are ordered by (default NDCG@10; names as beirx report's --metric)")
     check.add_argument("--permutations", type=positive_int, default=10_000,
                        help="permutations of the paired randomization test behind the resolution (default 10,000, "
                             "as beirx report)")
