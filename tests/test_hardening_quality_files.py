@@ -210,3 +210,20 @@ def test_a_report_without_headline_figures_is_not_called_missing_on_the_card():
 
     text = _quality_section({"quality": {}, "provenance": {"translator": {"backend": "toy"}}})
     assert "No quality report was found" not in text and "provenance/quality/" in text
+
+
+def test_the_writer_records_a_methods_nan_as_no_answer_and_digests_what_it_wrote(tmp_path, caplog):
+    """A NaN is "no value" everywhere else in a quality run (distributions, ranks): the sidecar says so as JSON can,
+    and its digest is of the bytes on disk, so the file reads back verified."""
+    from beirx.artifacts import quality_rows, quality_sidecar
+
+    rows = [quality_rows.record("queries", "q1", [], 0.0, {"similarity": float("nan"), "chrf": 40.0}),
+            quality_rows.record("queries", "q2", ["empty"], None, {"similarity": 0.5})]
+    path = tmp_path / "rows.jsonl"
+    with caplog.at_level(logging.WARNING):
+        digest = quality_sidecar.write(path, rows)
+    assert "1 rows had a score that is not a finite number" in caplog.text
+    assert digest.sha256 == hashlib.sha256(path.read_bytes()).hexdigest() and digest.rows == 2
+    assert [r["scores"] for r in quality_sidecar.read(path, digest)] == [{"similarity": None, "chrf": 40.0},
+                                                                          {"similarity": 0.5}]
+    quality_sidecar.verify(path, digest)

@@ -260,11 +260,14 @@ class QualityReport(Artifact):
     def save(self, path: Path | str) -> None:
         """Write ``quality.json`` atomically, after the sidecar beside it when the rows are held in memory (none:
         an empty one), live in another folder or were never digested (format 5 and older, verified as they are
-        copied), recording the sidecar's digest."""
+        copied), recording the sidecar's digest. A report read from JSON alone keeps the sidecar its digest names,
+        which must then be the one beside ``path``."""
         path = Path(path)
         target = path.parent / quality_sidecar.FILENAME
         if self._held is not None:
             self.sidecar = quality_sidecar.write(target, (row for rows in self._held.values() for row in rows))
+        elif self._folder is None and self.sidecar is not None:
+            quality_sidecar.verify(target, self.sidecar)
         elif self._folder is None:
             self.sidecar = quality_sidecar.write(target, ())
         elif self.sidecar is None or self._folder.resolve() != path.parent.resolve():
