@@ -27,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", help="language of the translation (ISO 639-1; default: from beirx translate's manifest)")
     parser.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     parser.add_argument("--encoder", default="sentence-transformers/LaBSE",
-                        help="multilingual sentence-transformers model, Hub id or folder, shared by every embedding "
-                             "method (default LaBSE, as BEIR-PL)")
+                        help="multilingual sentence-transformers model, Hub id or folder, or use-multilingual-v3 "
+                             "(beirx[use]), shared by every embedding method (default LaBSE, as BEIR-PL)")
     parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
     parser.add_argument("--fields", default="queries,corpus", type=comma_list,
                         help="comma-separated: queries, corpus (default both)")

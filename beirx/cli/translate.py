@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "translate nothing")
     parser.add_argument("--no-quality", action="store_true", help="skip the quality report after translating")
     parser.add_argument("--quality-encoder", default="sentence-transformers/LaBSE",
-                        help="encoder of the quality report: Hub id or folder (default LaBSE)")
+                        help="encoder of the quality report: Hub id or folder, or use-multilingual-v3 "
+                             "(default LaBSE)")
     parser.add_argument("--quality-max-items", type=positive_int,
                         help="score a seeded random subset of at most N items per field (default: all)")
     scale = parser.add_argument_group("large datasets")
