@@ -18,7 +18,7 @@ import pytest
 
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError, MissingExtraError
+from beirx.errors import BeirxError, DataError, MissingExtraError
 from beirx.evaluate.runs import read_trec
 from beirx.evaluate.retrievers.dense import DenseRetriever
 from beirx.models import use_encoder
@@ -161,6 +161,13 @@ def test_options_that_do_not_apply(tmp_path, capsys):
                  "--output", str(tmp_path / "out")]) == 2
     assert "--max-length does not apply" in capsys.readouterr().err and not (tmp_path / "out").exists()
     assert use_model_folder("intfloat/multilingual-e5-small") is None  # another kind of model: not ours
+    damaged = tmp_path / "damaged-use"
+    shutil.copytree(use_model_folder(NAMED), damaged)
+    (damaged / "weights.npz").write_bytes(b"not a zip")
+    retriever = DenseRetriever(Pack(), model=str(damaged), use_cache=False)
+    with pytest.raises(DataError, match=r"damaged-use: not a readable Universal Sentence Encoder folder "
+                                        r"\(weights.npz, sp.model\): ValueError"):
+        retriever.encode(["text"], "")
 
 
 def test_missing_package_names_the_extra(monkeypatch, tmp_path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int
+from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fields", default="queries,corpus", type=comma_list,
                         help="comma-separated: queries, corpus (default both)")
     parser.add_argument("--sample", type=non_negative_int, default=100, help="pairs per field for manual review (default 100)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every random sample (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of every random sample (default 0)")
     parser.add_argument("--max-items", type=positive_int, help="score a seeded random subset of at most N items per field")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="encoder batch size (default 32)")
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")

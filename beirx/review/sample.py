@@ -116,7 +116,7 @@ def aimed(translated: BeirDataset, quality: QualityReport, analysis: DamageAnaly
         raise BeirxError(f"the damage evidence for {analysis.translated.path} names no signal to aim the review by")
     signal, view = evidence.signal, evidence.view
     if signal.report is not None:  # a further report of the translation (e.g. a second encoder's) holds its rows
-        quality = QualityReport.load(signal.report)
+        quality = QualityReport.load_verified(signal.report)
     relevant = _relevant(translated, analysis.split)
     documents = analysis.documents and view != VIEWS[0]
     wanted = {d for docs in relevant.values() for d in docs} if documents else set()

@@ -91,6 +91,8 @@ def document_text(doc: Doc) -> str:
 
 class DenseRetriever(Retriever):
     name = "dense"
+    PARAMS = {"max_length": positive_int, "batch_size": positive_int, "chunk_rows": positive_int,
+              "similarity": SIMILARITIES, "search": SEARCH_BACKENDS, "backend": BACKENDS, "quantize": ("int8",)}
 
     @classmethod
     def add_arguments(cls, group) -> None:
@@ -102,15 +104,17 @@ class DenseRetriever(Retriever):
         group.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; "
                                                   "'' = none)")
         group.add_argument("--passage-prompt", help="text put before each document (default: the model's; '' = none)")
-        group.add_argument("--similarity", choices=SIMILARITIES, help="default: the model's similarity function")
-        group.add_argument("--search", choices=SEARCH_BACKENDS, default="exact",
+        group.add_argument("--similarity", choices=cls.PARAMS["similarity"], help="default: the model's similarity "
+                                                                                   "function")
+        group.add_argument("--search", choices=cls.PARAMS["search"], default="exact",
                            help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
-        group.add_argument("--max-length", type=positive_int, help="tokens per text (default: the model's max_seq_length)")
-        group.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE,
+        group.add_argument("--max-length", type=cls.PARAMS["max_length"],
+                           help="tokens per text (default: the model's max_seq_length)")
+        group.add_argument("--batch-size", type=cls.PARAMS["batch_size"], default=BATCH_SIZE,
                            help=f"encoding batch size (default {BATCH_SIZE})")
-        group.add_argument("--dense-backend", choices=BACKENDS, default="torch",
+        group.add_argument("--dense-backend", choices=cls.PARAMS["backend"], default="torch",
                            help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)")
-        group.add_argument("--quantize", choices=("int8",), help="with --dense-backend onnx: dynamic int8 quantization")
+        group.add_argument("--quantize", choices=cls.PARAMS["quantize"], help="with --dense-backend onnx: dynamic int8 quantization")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
