@@ -23,11 +23,11 @@ damage above the harmless?).
 
 ``--clean-results`` holds the results documents of the systems on the clean translation (beirx eval; the labels
 name the systems: ``bm25-multifield``, ``bm25-flat``, and of ``e5-small``, ``e5-small-onnx-int8``, ``use-m3``,
-``rrf-bm25-e5``, ``rrf-bm25-e5-use`` those it holds). The damaged side is evaluated the same way: BM25 indexes the
-damaged folder; the dense systems reuse the clean corpus embeddings (from the cache beirx eval left in
+``rrf-bm25-e5``, ``rrf-bm25-use``, ``rrf-bm25-e5-use`` those it holds). The damaged side is evaluated the same way:
+BM25 indexes the damaged folder; the dense systems reuse the clean corpus embeddings (from the cache beirx eval left in
 $BEIRX_HOME) with only the damaged documents re-encoded by the same encoder (the corpus differs in those rows
 only; the clean run is reproduced first, as a check); their runs are TREC files that ``beirx eval --config``
-scores and fuses (RRF of bm25-multifield and e5-small, and of those and use-m3). Then ``beirx report`` of the
+scores and fuses (RRF of bm25-multifield with e5-small, with use-m3, and with both). Then ``beirx report`` of the
 source results against the damaged results, with the damaged quality report, gives the per-method damage table
 on the injected run.
 
@@ -331,7 +331,7 @@ def _results(folder: Path) -> dict:
 
 def grid(damaged: Path, runs: dict[str, Path], output: Path, top_k: int) -> Path:
     """The damaged translation's systems as a beirx eval grid: BM25 (multifield, flat) on the folder, the dense runs
-    as run files, and the RRF of bm25-multifield and e5-small (and use-m3 when it ran)."""
+    as run files, and the RRFs of bm25-multifield with e5-small, with use-m3, and with both (those that ran)."""
     lines = [f'output = "{output}"', 'split = "test"', f"top_k = {top_k}", 'languages = ["es"]', "",
              "[[datasets]]", f'name = "{damaged}"', 'label = "scifact"', f'paths = {{ es = "{damaged}" }}', "",
              "[[systems]]", 'name = "bm25-multifield"', 'retriever = "bm25"', "",
@@ -340,6 +340,9 @@ def grid(damaged: Path, runs: dict[str, Path], output: Path, top_k: int) -> Path
         lines += ["[[systems]]", f'name = "{label}"', f'run_file = "{path}"', ""]
     if "e5-small" in runs:
         lines += ["[[systems]]", 'name = "rrf-bm25-e5"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "e5-small"]',
+                  ""]
+    if "use-m3" in runs:
+        lines += ["[[systems]]", 'name = "rrf-bm25-use"', 'fusion = "rrf"', 'inputs = ["bm25-multifield", "use-m3"]',
                   ""]
     if {"e5-small", "use-m3"} <= set(runs):
         lines += ["[[systems]]", 'name = "rrf-bm25-e5-use"', 'fusion = "rrf"',

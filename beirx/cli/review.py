@@ -90,10 +90,10 @@ def _serve(args) -> int:
     quality_path = args.quality or QualityReport.path_in(translated.root)
     side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
                        checksum=translated.checksum())
+    analysis = _damage_analysis(args.damage, side, quality_path) if args.damage else None  # refused before listening
     # the sample is drawn once for good: from a report that is whole, else not at all, checked before anything is written
     quality = QualityReport.load_verified(quality_path) \
         if args.sample is not None and (args.quality or quality_path.is_file()) else None
-    analysis = _damage_analysis(args.damage, side, quality_path) if args.damage else None  # refused before listening
     sock = listen(args.host, args.port)  # a port in use stops here, before anything is written or printed
     store = ReviewStore.in_folder(translated.root, create=True)
     if store.read_only:
