@@ -10,6 +10,11 @@ Random samples are drawn two ways, seeded, ``--draws`` times each (mean and 2.5t
 over every row of the translation (what the review's random strata do) and uniformly over the rows retrieval reads
 (the split's judged queries and their judged documents: the fairer baseline, the pool the damage stratum draws
 from). Nothing is written: the stratum is drawn as ``beirx review`` draws it (:func:`beirx.review.sample.aimed`).
+
+With ``--results`` (the results beirx report read), the choice is also tested out of sample: the queries split
+into ``--folds`` folds, the signal chosen on the others and measured on each, by beirx's rule (precision at the
+worst decile) and by the lower bound of Spearman's interval; choosing the best of many signals on the queries it is
+measured on flatters it.
 """
 
 from __future__ import annotations
