@@ -273,11 +273,11 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
     assert "self-ceiling (the full set's own scores on the same draws" in printed
     saved = SubsetManifest.load(out / "subset.json").ranking_check
     assert len(saved.paired_tau_interval) == len(saved.rho_interval) == len(saved.ceiling_tau_interval) == 2
-    assert "\nRead: " in printed and "* did not pool" in printed
+    assert "\nRead: " in printed and "family: did not pool itself, but a system of its family did" in printed
     marks = {line.rsplit("  ", 1)[0].split("  ")[0]: line.rsplit("  ", 1)[1] for line in printed.splitlines()
              if line.startswith(("bm25", "run"))}
-    # bm25 (multifield) did not pool; the run file and BM25 flat did
-    assert marks == {"bm25 fields=flat": "yes", "bm25": "NO *", "run ext.trec": "yes"}
+    # bm25 (multifield) did not pool, but BM25 flat of its (lexical) family did, and so did the run file
+    assert marks == {"bm25 fields=flat": "yes", "bm25": "family", "run ext.trec": "yes"}
     check = SubsetManifest.load(out / "subset.json").ranking_check
     assert [s.full_rank for s in check.systems] == sorted(s.full_rank for s in check.systems)
     assert len(check.systems) == 3 and check.split == "test" and check.metric == "NDCG@10"

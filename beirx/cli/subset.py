@@ -73,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
     check.add_argument("--metric", default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    check.add_argument("--no-pool-bias", dest="pool_bias", action="store_false",
+                       help="skip the leave-one-family-out measurement of the bias a system that did not pool should "
+                            "expect (each pooling family left out of the pool in turn)")
     check.add_argument("--permutations", type=positive_int, default=10_000,
                        help="permutations of the paired randomization test behind the resolution (default 10,000, "
                             "as beirx report)")
@@ -100,7 +103,7 @@ def _run_check(args, full, subset) -> None:
     check = check_ranking(full, subset, systems, output, metric=args.metric,
                           threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
                           show_progress=show_progress(args), use_cache=not args.no_index_cache,
-                          permutations=args.permutations)
+                          permutations=args.permutations, pool_bias=args.pool_bias)
     print_check(check, output)
 
 
@@ -109,11 +112,15 @@ def print_check(check, output) -> None:
     width = max(len(s.label) for s in check.systems)
     print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset  pooled")
     for s in check.systems:
-        pooled = {True: "yes", False: "NO *", None: "?"}[s.pooled]
-        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  {pooled}")
-    if any(s.pooled is False for s in check.systems):
-        print("* did not pool: its own non-relevant top documents may be missing from the subset, which flatters it "
-              "(pool bias); pool from it too (--pool), or read its rank with care")
+        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  "
+              f"{pooled_mark(s)}")
+    if any(pooled_mark(s) == "NO *" for s in check.systems):
+        print("* did not pool, nor did a system of its family: its own non-relevant top documents may be missing from "
+              "the subset, which flatters it (pool bias, expected below); pool from it too (--pool), or read its rank "
+              "with care")
+    if any(pooled_mark(s) == "family" for s in check.systems):
+        print("family: did not pool itself, but a system of its family did (the same model on another runtime, "
+              "another BM25 convention)")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
     p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
     interval = f", 95% CI {_interval(check.tau_interval)} (unpaired)" if check.tau_interval else ""
@@ -136,6 +143,11 @@ def print_check(check, output) -> None:
                   f"largest not separated {largest}")
     if check.warning:
         print(f"WARNING: {check.warning}")
+    if check.discriminative_power is not None:
+        print(power_line(check.discriminative_power))
+    if check.pool_bias is not None:
+        for line in pool_bias_lines(check.pool_bias, check):
+            print(line)
     for swap in check.swaps:
         print(f"  swapped: {swap.first} vs {swap.second}: {swap.full_difference:+.4f} on the full set, "
               f"{swap.subset_difference:+.4f} on the subset -> {swap.verdict} (p = {swap.full_p:.3g} full, "
@@ -144,6 +156,66 @@ def print_check(check, output) -> None:
         print(f"  swapped: {pair}")
     if check.reading:
         print(f"Read: {check.reading}.")
+
+
+def pooled_mark(system) -> str:
+    """yes (it pooled), family (a system of each of its families pooled), NO * (not), ? (not known)."""
+    if system.pooled:
+        return "yes"
+    if system.family_pooled:
+        return "family"
+    return "NO *" if system.pooled is False else "?"
+
+
+def power_line(power) -> str:
+    """Discriminative power kept (Sakai 2006), in one line."""
+    if not power.full_separated:
+        return (f"discriminative power: the full set separates none of the {power.pairs} pairs at 95%, so none can be "
+                f"kept (the subset separates {power.subset_only})")
+    return (f"discriminative power: of the {power.full_separated} pairs (of {power.pairs}) the full set separates at "
+            f"95%, the subset separates {power.same_order} in the same order ({power.retained:.0%} retained, goal >= "
+            f"80%) and {power.reversals} in the opposite order (significant reversals, goal 0); it separates "
+            f"{power.subset_only} pairs the full set does not")
+
+
+def pool_bias_lines(bias, check) -> list[str]:
+    """The leave-one-family-out figures, the expected bias of a system that did not pool against the subset's
+    resolution, and the bias the checked systems that did not pool show."""
+    queries = next((f.queries for f in bias.families if f.bias is not None), None)
+    lines = ["pool bias, leave-one-family-out (the subset cut again without each pooling family; its systems' change "
+             "minus that of the systems whose families still pooled, 95% bootstrap interval"
+             + (f" over {queries} queries):" if queries else "):")]
+    for family in bias.families:
+        head = f"  without {family.family} ({len(family.systems)} of its systems, {len(family.reference)} reference)"
+        if family.bias is None:
+            lines.append(f"{head}: not measured ({family.note})")
+            continue
+        reference = "" if family.reference_change is None else f", reference {family.reference_change:+.4f}"
+        lines.append(f"{head}: {family.bias:+.4f} {_signed_interval(family.interval)} (own change "
+                     f"{family.change:+.4f}{reference}; the cut: {family.documents:,} documents, depth "
+                     f"{family.depth_reached})" + (f" -- {family.note}" if family.note else ""))
+    if bias.expected is None:
+        lines.append(f"expected bias of a system that did not pool: not measured ({bias.note or 'no family measured'})")
+    else:
+        resolved = check.subset_resolution.smallest_separated if check.subset_resolution else None
+        against = ""
+        if resolved is not None:
+            against = (f"; the subset resolves {resolved:.4f}: " + ("below it" if abs(bias.expected) < resolved else
+                                                                    "NOT below it, so a new system's lead over the "
+                                                                    "pooled ones may be the subset's doing"))
+        lines.append(f"expected bias of a system that did not pool: {bias.expected:+.4f} "
+                     f"{_signed_interval(bias.expected_interval)} {check.metric} (without {bias.expected_family}, "
+                     f"the largest of {sum(f.bias is not None for f in bias.families)} families){against}")
+        if bias.note:
+            lines.append(f"  note: {bias.note}")
+    for system in bias.unseen:
+        lines.append(f"  observed, did not pool: {system.system} {system.bias:+.4f} {_signed_interval(system.interval)} "
+                     f"(own change {system.change:+.4f})")
+    return lines
+
+
+def _signed_interval(bounds: list[float] | None) -> str:
+    return "" if bounds is None else f"[{bounds[0]:+.4f}, {bounds[1]:+.4f}]"
 
 
 def _interval(bounds: list[float] | None) -> str:

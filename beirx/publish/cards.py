@@ -94,6 +94,19 @@ def subset_note(root: Path) -> str | None:
     if check is not None and check.tau is not None:
         note += (f" Kendall's tau between the full set's and the subset's ordering of {len(check.systems)} systems "
                  f"by {check.metric}: {check.tau:.3f}.")
+    if check is not None and check.subset_resolution and check.subset_resolution.smallest_separated is not None:
+        note += f" It resolves {check.metric} differences of {check.subset_resolution.smallest_separated:.3f} at 95%."
+    power = check.discriminative_power if check is not None else None
+    if power is not None and power.retained is not None:
+        note += (f" Of the {power.full_separated} system pairs the full set separates at 95%, it separates "
+                 f"{power.retained:.0%} in the same order and {power.reversals} in the opposite order.")
+    bias = check.pool_bias if check is not None else None
+    if bias is not None and bias.expected is not None:
+        interval = (f" (95% interval {bias.expected_interval[0]:+.3f} to {bias.expected_interval[1]:+.3f})"
+                    if bias.expected_interval else "")
+        note += (f" A system that did not pool should expect to gain {bias.expected:+.3f} {check.metric}{interval} "
+                 f"relative to those that did (leave-one-family-out, {len(bias.families)} pooling families): "
+                 "compare new systems with that in mind.")
     return note
 
 

@@ -83,6 +83,7 @@ def document_text(doc: Doc) -> str:
 
 class DenseRetriever(Retriever):
     name = "dense"
+    corpus_statistics = False
 
     @classmethod
     def add_arguments(cls, group) -> None:

@@ -62,6 +62,7 @@ _INDEX_FORMAT = 1
 
 class SpladeRetriever(Retriever):
     name = "splade"
+    corpus_statistics = False
 
     @classmethod
     def add_arguments(cls, group) -> None:
