@@ -272,6 +272,14 @@ def measure_cell(systems: Systems, setting: str, name: str, recipe: dict, seed: 
             row["unseen"][label] = {k: figures[k] for k in ("bias", "interval", "change", "reference_change")}
     row["estimates"] = estimates({s: sub_runs[s] for s in unseen}, sub_qrels, full_scores, selection.fill,
                                  probability)
+    if not pool_families:  # nobody pooled: each family's change against every other family's systems
+        row["by_family"] = []
+        for family in sorted({f for s in systems.labels for f in systems.families[s]}, key=lambda f: f.label):
+            own = [s for s in systems.labels if systems.families[s] == {family}]
+            others = [s for s in systems.labels if family not in systems.families[s]]
+            figures = relative_change(full_on_kept, sub_scores, own, others)
+            row["by_family"].append({"family": family.label, "own": own, "reference": others,
+                                     **{k: figures[k] for k in ("bias", "interval", "change", "reference_change")}})
     row["lofo"] = []
     from beirx.subsets.cut import select
 
