@@ -47,7 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _shared import REPO, SCIFACT  # noqa: E402
-from subset_ranking import BM25, bm25_run, characters, per_query, restrict  # noqa: E402
+from subset_ranking import BM25, bm25_run, characters, per_query  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 
@@ -83,15 +83,48 @@ RECIPES = {
 
 # -- systems -------------------------------------------------------------------------------------------------------
 
+class ScoreMatrix:
+    """A run ranking every document, as a (queries x documents) score matrix (-inf: not ranked): a few MB where
+    the same run as nested dicts would take hundreds, and restricting it to a cut is a column mask."""
+
+    def __init__(self, path: Path, doc_index: dict[str, int]):
+        import numpy as np
+        import pandas as pd
+
+        table = pd.read_csv(path, sep=r"\s+", header=None, usecols=[0, 2, 4], names=["q", "d", "s"],
+                            dtype={"q": str, "d": str, "s": np.float64}, engine="c")
+        self.qids = list(dict.fromkeys(table["q"]))
+        row = {q: i for i, q in enumerate(self.qids)}
+        self.row = row
+        self.doc_ids = list(doc_index)
+        self.scores = np.full((len(self.qids), len(doc_index)), -np.inf)
+        self.scores[table["q"].map(row).to_numpy(), table["d"].map(doc_index).to_numpy()] = table["s"].to_numpy()
+
+    def run(self, queries, columns, depth: int = TOP_K) -> dict:
+        """The top ``depth`` of ``columns`` (document indices) for ``queries``, as a beirx run."""
+        import numpy as np
+
+        found = {}
+        ids = [self.doc_ids[c] for c in columns]
+        for q in queries:
+            row = self.scores[self.row[q], columns] if q in self.row else np.full(len(columns), -np.inf)
+            top = np.argsort(-row, kind="stable")[:depth]
+            found[q] = {ids[i]: float(row[i]) for i in top if row[i] > -np.inf}
+        return found
+
+    def score(self, q: str, doc: int) -> float:
+        return float(self.scores[self.row[q], doc]) if q in self.row else float("-inf")
+
+
 class Systems:
     """Every system's run on a corpus (the full one or a cut) and what families it is made of."""
 
     def __init__(self, full, lang: str, split: str, runs: dict[str, Path]):
-        from beirx.evaluate.runs import read_trec
         from beirx.subsets.families import Families, Family
 
         self.full, self.lang, self.split = full, lang, split
-        self.neural = {label: read_trec(path) for label, path in runs.items()}
+        self.doc_index = {doc.id: i for i, doc in enumerate(full.iter_corpus())}
+        self.neural = {label: ScoreMatrix(path, self.doc_index) for label, path in runs.items()}
         families = Families()
         lexical = frozenset({Family("lexical", "lexical")})
         self.families = {label: lexical for label in BM25}
@@ -105,12 +138,9 @@ class Systems:
                 self.families[label] = lexical | self.families[scorer]
         self.labels = list(self.families)
 
-    def family_names(self, label: str) -> set[str]:
-        return {f.label for f in self.families[label]}
-
     def runs(self, dataset, queries: dict, docs: set[str] | None, only: list[str] | None = None) -> dict:
         """The runs of ``only`` (default every system) on ``dataset`` (``docs``: its documents, None for the
-        full corpus)."""
+        full corpus); a run file is restricted to the documents and cut to beirx eval's depth (1,000)."""
         from beirx.evaluate.fusion import fuse
         from beirx.evaluate.runs import ranked
 
@@ -121,24 +151,21 @@ class Systems:
                 needed |= set(inputs)
         if any(label in wanted for label, _ in RERANKERS):
             needed.add("BM25 flat")
+        columns = sorted(self.doc_index.values()) if docs is None else sorted(self.doc_index[d] for d in docs)
         runs = {}
         for label, params in BM25.items():
             if label in needed:
                 runs[label] = bm25_run(dataset, queries, params, TOP_K if label == "BM25 flat" else 10, self.lang)
-        complete = {}
-        for label, run in self.neural.items():
-            if label in needed or any(label == s for r, s in RERANKERS if r in wanted):
-                if docs is None:
-                    complete[label] = {q: run.get(q, {}) for q in queries}
-                else:
-                    complete[label] = {q: {d: s for d, s in run.get(q, {}).items() if d in docs} for q in queries}
-                runs[label] = {q: dict(ranked(complete[label][q])[:TOP_K]) for q in queries}
+        for label, matrix in self.neural.items():
+            if label in needed:
+                runs[label] = matrix.run(queries, columns)
         for label, method, inputs in FUSIONS:
             if label in wanted:
                 runs[label] = fuse([runs[i] for i in inputs], method)
         for label, scorer in RERANKERS:
             if label in wanted:  # the first stage's top 100, ordered by the encoder's own scores
-                runs[label] = {q: {d: complete[scorer][q].get(d, float("-inf"))
+                matrix = self.neural[scorer]
+                runs[label] = {q: {d: matrix.score(q, self.doc_index[d])
                                    for d, _ in ranked(runs["BM25 flat"].get(q, {}))[:RERANK_DEPTH]} for q in queries}
         return {label: runs[label] for label in self.labels if label in wanted}
 
@@ -367,6 +394,17 @@ def tables(rows: list[dict]) -> str:
                          f"{show(mean(x['reference_change'] for x in entries), '{:+.4f}')} | "
                          f"{show(mean(x['depth_reached'] for x in entries), '{:.1f}')} | "
                          f"{show(mean(x['documents'] for x in entries), '{:.0f}')} | {estimate} |")
+        for family in sorted({f["family"] for r in group for f in r.get("by_family", [])}):
+            entries = [x for r in group for x in r.get("by_family", []) if x["family"] == family]
+            errors = [r["estimates"][s] for r in group for x in r.get("by_family", []) if x["family"] == family
+                      for s in x["own"] if s in r["estimates"]]
+            estimate = (f"{mean(e['estimate_error'] for e in errors):+.4f} ({sum(e['covers'] for e in errors)}/"
+                        f"{len(errors)})" if errors else "-")
+            lines.append(f"| {setting} | {recipe} | {family} (nobody pooled: against every other family) | "
+                         f"{len(entries[0]['own'])} | {len(entries[0]['reference'])} | "
+                         f"{show(mean(x['bias'] for x in entries), '{:+.4f}')} {ci([x['interval'] for x in entries])} | "
+                         f"{show(mean(x['change'] for x in entries), '{:+.4f}')} | "
+                         f"{show(mean(x['reference_change'] for x in entries), '{:+.4f}')} | - | - | {estimate} |")
         unseen = sorted({s for r in group for s in r["unseen"]})
         for system in unseen:
             entries = [r["unseen"][system] for r in group if system in r["unseen"]]
