@@ -237,6 +237,8 @@ def test_manifest_round_trip_and_printout(toy, tmp_path, capsys):
     assert f"  observed, did not pool: run c.trec {0.375:+.4f}" in printed
     assert "discriminative power: the full set separates none of the 3 pairs at 95%" in printed
     assert "-> within the expected pool bias" in printed
+    assert printed.rstrip().endswith(f"; a system that did not pool is expected to gain {family.bias:+.3f} over those "
+                                     "that did, so read its lead over a pooled system net of that.")
     skipped = tmp_path / "skipped"
     assert main(["subset", "check", str(full.root), str(subset.root), "--runs", str(runs["a"]), str(runs["b"]),
                  "--check-output", str(skipped), "--no-pool-bias", "-q"]) == 0

@@ -130,19 +130,23 @@ def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, 
                                same_order=power.same_order, retained=power.retained, reversals=power.reversals,
                                subset_only=power.subset_only)
     return {**figures, "subset_resolution": sides["subset"][1], "full_resolution": sides["full"][1], "swaps": swaps,
-            "reading": reading(sides["subset"][1], alpha), "discriminative_power": kept}
+            "reading": reading(sides["subset"][1], alpha, expected), "discriminative_power": kept}
 
 
-def reading(resolved: Resolution, alpha: float = fidelity.ALPHA) -> str:
-    """What a user may read from the subset, in one sentence."""
+def reading(resolved: Resolution, alpha: float = fidelity.ALPHA, expected_bias: float | None = None) -> str:
+    """What a user may read from the subset, in one sentence (with the expected pool bias, when measured)."""
     level = f"{1 - alpha:.0%}"
     if resolved.smallest_separated is None:
-        return (f"this subset separates no pair of the checked systems at {level} ({resolved.queries} queries): "
-                "read none of their differences from it")
-    sentence = (f"differences below {resolved.smallest_separated:.3f} are not resolved at {level} on this subset "
-                f"({resolved.queries} queries)")
-    if resolved.largest_unresolved is not None and resolved.largest_unresolved > resolved.smallest_separated:
-        sentence += f", nor is every difference up to {resolved.largest_unresolved:.3f}"
+        sentence = (f"this subset separates no pair of the checked systems at {level} ({resolved.queries} queries): "
+                    "read none of their differences from it")
+    else:
+        sentence = (f"differences below {resolved.smallest_separated:.3f} are not resolved at {level} on this subset "
+                    f"({resolved.queries} queries)")
+        if resolved.largest_unresolved is not None and resolved.largest_unresolved > resolved.smallest_separated:
+            sentence += f", nor is every difference up to {resolved.largest_unresolved:.3f}"
+    if expected_bias is not None:
+        sentence += (f"; a system that did not pool is expected to gain {expected_bias:+.3f} over those that did, so "
+                     f"read its lead over a pooled system net of that")
     return sentence
 
 
