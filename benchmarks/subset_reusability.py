@@ -76,7 +76,15 @@ RECIPES = {
     "bm25+e5+use floor10": {"pool": MULTILINGUAL, "floor": 10},
     "bm25+e5+use depth2+fill": {"pool": MULTILINGUAL, "depth": 2},  # the pool at most 2 deep, a larger fill
     "bm25+e5+use depth1+fill": {"pool": MULTILINGUAL, "depth": 1},
+    "bm25+e5 depth1+fill": {"pool": ["BM25 flat", "e5-small"], "depth": 1},
+    "bm25+e5 depth2+fill": {"pool": ["BM25 flat", "e5-small"], "depth": 2},
+    "bm25+e5+splade": {"pool": ["BM25 flat", "e5-small", "SPLADE-tiny"]},
+    "bm25+e5+minilm": {"pool": ["BM25 flat", "e5-small", "MiniLM"]},
+    "bm25+e5+minilm+splade": {"pool": ["BM25 flat", "e5-small", "MiniLM", "SPLADE-tiny"]},
+    "bm25+e5+minilm+splade depth1+fill": {"pool": ["BM25 flat", "e5-small", "MiniLM", "SPLADE-tiny"], "depth": 1},
+    "bm25+e5 floor10": {"pool": ["BM25 flat", "e5-small"], "floor": 10},
     "random": {"pool": []},
+    "random@1000": {"pool": [], "docs": 1000},
 }
 """Defaults: 1,500 documents, pool depth 100 shrinking to fit, every judged query up to 1,000."""
 
@@ -246,24 +254,27 @@ def fidelity_figures(full_scores: dict, sub_scores: dict, full_p: dict, test: st
             "swaps": swaps, "full_means": dict(zip(labels, full)), "subset_means": dict(zip(labels, sub))}
 
 
-def estimates(systems_runs: dict, qrels, full_scores: dict, fill: set[str], probability: float | None) -> dict:
-    """Per system: the plain subset nDCG@10 and the estimate of its full-corpus one, each minus the true
-    full-corpus nDCG@10 over the same queries, and the estimate's bootstrap interval."""
-    from beirx.subsets.estimate import estimated_ndcg
+def estimates(systems_runs: dict, qrels, full_scores: dict, fill: set[str], probability: float | None,
+              unpooled: int) -> dict:
+    """Per system: the estimates of its full-corpus nDCG@10 (plug-in ranks and empirical Bayes), each minus the
+    true full-corpus nDCG@10 over the same queries, with their bootstrap intervals and whether they cover it."""
+    from beirx.subsets.estimate import empirical_bayes_ndcg, estimated_ndcg
     from beirx.subsets.fidelity import mean_interval
 
     found = {}
+    if probability is None:
+        return found
     for label, run in systems_runs.items():
         truth = statistics.mean(full_scores[label][q] for q in qrels)
-        if probability is None:
-            continue
-        per_query_estimate = estimated_ndcg(qrels, run, fill, probability)
-        values = [per_query_estimate[q] for q in qrels if q in per_query_estimate]
-        interval = mean_interval(values)
-        estimate = statistics.mean(values)
-        found[label] = {"truth": truth, "estimate_error": estimate - truth,
-                        "interval": list(interval) if interval else None,
-                        "covers": bool(interval and interval[0] <= truth <= interval[1])}
+        entry = {"truth": truth}
+        for name, per_query_estimate in (("plugin", estimated_ndcg(qrels, run, fill, probability)),
+                                         ("eb", empirical_bayes_ndcg(qrels, run, fill, probability, unpooled))):
+            values = [per_query_estimate[q] for q in qrels if q in per_query_estimate]
+            interval = mean_interval(values)
+            entry[name] = {"error": statistics.mean(values) - truth, "interval": list(interval) if interval else None,
+                           "covers": bool(interval and interval[0] <= truth <= interval[1])}
+        entry["estimate_error"], entry["covers"] = entry["eb"]["error"], entry["eb"]["covers"]
+        found[label] = entry
     return found
 
 
@@ -298,7 +309,7 @@ def measure_cell(systems: Systems, setting: str, name: str, recipe: dict, seed: 
             figures = relative_change(full_on_kept, sub_scores, [label], seen)
             row["unseen"][label] = {k: figures[k] for k in ("bias", "interval", "change", "reference_change")}
     row["estimates"] = estimates({s: sub_runs[s] for s in unseen}, sub_qrels, full_scores, selection.fill,
-                                 probability)
+                                 probability, total - len(found.judged) - len(selection.pooled))
     if not pool_families:  # nobody pooled: each family's change against every other family's systems
         row["by_family"] = []
         for family in sorted({f for s in systems.labels for f in systems.families[s]}, key=lambda f: f.label):
@@ -329,12 +340,23 @@ def measure_cell(systems: Systems, setting: str, name: str, recipe: dict, seed: 
                             "own_changes": {s: statistics.mean(cut_scores[s][q] - full_scores[s][q] for q in kept)
                                             for s in own},
                             "estimates": estimates({s: cut_runs[s] for s in own}, sub_qrels, full_scores, left.fill,
-                                                   p_left)})
+                                                   p_left, total - len(found.judged) - len(left.pooled))})
     row["seconds"] = round(time.time() - started, 1)
     return row
 
 
 # -- tables -------------------------------------------------------------------------------------------------------
+
+def estimate_cell(errors: list[dict]) -> str:
+    """Mean error of the plug-in and empirical-Bayes estimates, and how often the latter's interval covers the
+    truth."""
+    if not errors or "eb" not in errors[0]:
+        return "-"
+    plugin = statistics.mean(e["plugin"]["error"] for e in errors)
+    eb = statistics.mean(e["eb"]["error"] for e in errors)
+    width = statistics.mean(e["eb"]["interval"][1] - e["eb"]["interval"][0] for e in errors)
+    return f"{plugin:+.4f} / {eb:+.4f} ({sum(e['eb']['covers'] for e in errors)}/{len(errors)}, width {width:.3f})"
+
 
 def tables(rows: list[dict]) -> str:
     """Per (setting, recipe): means over seeds."""
@@ -378,15 +400,14 @@ def tables(rows: list[dict]) -> str:
             f"{show(worst[1], '{:+.4f}')} ({worst[0]}) | {show(mean(per_family.values()), '{:+.4f}')} | "
             f"{show(unseen_bias, '{:+.4f}')} ({len(unseen)}) |")
     lines += ["", "| setting | recipe | family left out | systems | reference | bias [95% CI] | own change | "
-                  "reference change | depth | docs | estimate error (covered) |",
+                  "reference change | depth | docs | estimate error: plug-in / EB (EB covers, width) |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (setting, recipe), group in cells.items():
         families = sorted({f["family"] for r in group for f in r["lofo"]})
         for family in families:
             entries = [x for r in group for x in r["lofo"] if x["family"] == family]
             errors = [e for x in entries for e in x["estimates"].values()]
-            estimate = (f"{mean(e['estimate_error'] for e in errors):+.4f} ({sum(e['covers'] for e in errors)}/"
-                        f"{len(errors)})" if errors else "-")
+            estimate = estimate_cell(errors)
             lines.append(f"| {setting} | {recipe} | {family} | {len(entries[0]['own'])} | "
                          f"{len(entries[0]['reference'])} | {show(mean(x['bias'] for x in entries), '{:+.4f}')} "
                          f"{ci([x['interval'] for x in entries])} | "
@@ -398,8 +419,7 @@ def tables(rows: list[dict]) -> str:
             entries = [x for r in group for x in r.get("by_family", []) if x["family"] == family]
             errors = [r["estimates"][s] for r in group for x in r.get("by_family", []) if x["family"] == family
                       for s in x["own"] if s in r["estimates"]]
-            estimate = (f"{mean(e['estimate_error'] for e in errors):+.4f} ({sum(e['covers'] for e in errors)}/"
-                        f"{len(errors)})" if errors else "-")
+            estimate = estimate_cell(errors)
             lines.append(f"| {setting} | {recipe} | {family} (nobody pooled: against every other family) | "
                          f"{len(entries[0]['own'])} | {len(entries[0]['reference'])} | "
                          f"{show(mean(x['bias'] for x in entries), '{:+.4f}')} {ci([x['interval'] for x in entries])} | "
@@ -409,8 +429,7 @@ def tables(rows: list[dict]) -> str:
         for system in unseen:
             entries = [r["unseen"][system] for r in group if system in r["unseen"]]
             errors = [r["estimates"][system] for r in group if system in r.get("estimates", {})]
-            estimate = (f"{mean(e['estimate_error'] for e in errors):+.4f} ({sum(e['covers'] for e in errors)}/"
-                        f"{len(errors)})" if errors else "-")
+            estimate = estimate_cell(errors)
             lines.append(f"| {setting} | {recipe} | {system} (did not pool) | 1 | - | "
                          f"{show(mean(x['bias'] for x in entries), '{:+.4f}')} {ci([x['interval'] for x in entries])} | "
                          f"{show(mean(x['change'] for x in entries), '{:+.4f}')} | "
