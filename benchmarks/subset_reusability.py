@@ -136,8 +136,12 @@ class Systems:
         families = Families()
         lexical = frozenset({Family("lexical", "lexical")})
         self.families = {label: lexical for label in BM25}
+        named: dict[str, Family] = {}  # a model family shown by the first run's label (a folder may be "model")
         for label, path in runs.items():
-            self.families[label] = families.of({"retriever": "run_file", "path": str(path)})
+            (found,) = families.of({"retriever": "run_file", "path": str(path)})
+            kind = found.label.rsplit(" ", 1)[0]
+            named.setdefault(found.key, Family(found.key, f"{kind} {label}"))
+            self.families[label] = frozenset({named[found.key]})
         for label, _, inputs in FUSIONS:
             if all(i in self.families for i in inputs):
                 self.families[label] = frozenset().union(*(self.families[i] for i in inputs))

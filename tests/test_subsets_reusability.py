@@ -105,6 +105,28 @@ def test_a_single_pooling_family_is_measured_against_nothing(toy, tmp_path):
     assert family.bias == pytest.approx(0.75 * (1 - RANK2)) and "no other family pooled" in family.note
 
 
+def test_nobody_pooled_measures_each_family_against_the_others(toy, tmp_path, capsys):
+    """No pool and no budget: the subset is the judged documents alone, where every system finds d_i first. On
+    q1..q3 A and B gain 1 - 1/log2(3), C gains 1/2; on q4 only C gains (1 - 1/log2(3)). Against the other two:
+    A's bias is ((1 - 1/log2(3)) - 3/4) / 4, C's (3/2 - 2 (1 - 1/log2(3))) / 4, the largest."""
+    full, _, runs = toy
+    make_subset(full, tmp_path / "none", queries=4, pool={}, depth=0, max_docs=None, seed=0, show_progress=False)
+    assert main(["subset", "check", str(full.root), str(tmp_path / "none"), "--runs", str(runs["a"]), str(runs["b"]),
+                 str(runs["c"]), "--check-output", str(tmp_path / "check"), "-q"]) == 0
+    bias = SubsetManifest.find(tmp_path / "none").ranking_check.pool_bias
+    gain = 1 - RANK2
+    by_family = {f.family: f for f in bias.families}
+    assert by_family["run a.trec"].bias == pytest.approx((gain - 0.75) / 4)
+    assert by_family["run c.trec"].bias == pytest.approx((1.5 - 2 * gain) / 4)
+    assert by_family["run c.trec"].reference == ["run a.trec", "run b.trec"] and not by_family["run c.trec"].cut
+    assert (bias.expected_family, bias.reproduced, bias.unseen) == ("run c.trec", None, [])
+    assert not (tmp_path / "check" / "leave-out").exists()
+    printed = capsys.readouterr().out
+    assert "pool bias: nobody pooled, so a new system is cut like every checked one" in printed
+    assert (f"expected bias of a new system: none from pooling; the family the cut raises most gains "
+            f"{(1.5 - 2 * gain) / 4:+.4f}") in printed
+
+
 def test_relative_change_by_hand():
     full = {"f": {"q1": 0.5, "q2": 0.2}, "g": {"q1": 0.4, "q2": 0.4}, "r": {"q1": 0.3, "q2": 0.6}}
     cut = {"f": {"q1": 0.9, "q2": 0.2}, "g": {"q1": 0.4, "q2": 0.8}, "r": {"q1": 0.3, "q2": 0.7}}

@@ -158,6 +158,8 @@ class FamilyBias:
     inexact_queries: int = fld("query x system pairs whose restricted full-set run holds fewer documents of the cut "
                                "than the metric's depth while the run was cut short (too shallow to be exact)")
     note: str | None = optional("why bias is null, or what limits it")
+    cut: bool = optional("true: measured on the subset cut again without the family; false: nobody pooled, so "
+                         "measured on the subset itself against the systems of the other families", default=True)
 
 
 @dataclass(kw_only=True)

@@ -182,20 +182,35 @@ def pool_bias_lines(bias, check) -> list[str]:
     """The leave-one-family-out figures, the expected bias of a system that did not pool against the subset's
     resolution, and the bias the checked systems that did not pool show."""
     queries = next((f.queries for f in bias.families if f.bias is not None), None)
-    lines = ["pool bias, leave-one-family-out (the subset cut again without each pooling family; its systems' change "
-             "minus that of the systems whose families still pooled, 95% bootstrap interval"
-             + (f" over {queries} queries):" if queries else "):")]
+    over = f" over {queries} queries):" if queries else "):"
+    nobody = bias.families and not bias.families[0].cut
+    if nobody:
+        lines = ["pool bias: nobody pooled, so a new system is cut like every checked one; how unevenly the cut raises "
+                 "each family (its systems' change minus that of the other families' systems, 95% bootstrap interval"
+                 + over]
+    else:
+        lines = ["pool bias, leave-one-family-out (the subset cut again without each pooling family; its systems' "
+                 "change minus that of the systems whose families still pooled, 95% bootstrap interval" + over]
     for family in bias.families:
-        head = f"  without {family.family} ({len(family.systems)} of its systems, {len(family.reference)} reference)"
+        head = (f"  {family.family} ({len(family.systems)} of its systems, {len(family.reference)} of the others)"
+                if not family.cut else
+                f"  without {family.family} ({len(family.systems)} of its systems, {len(family.reference)} reference)")
         if family.bias is None:
             lines.append(f"{head}: not measured ({family.note})")
             continue
         reference = "" if family.reference_change is None else f", reference {family.reference_change:+.4f}"
+        where = "" if not family.cut else f"; the cut: {family.documents:,} documents, depth {family.depth_reached}"
         lines.append(f"{head}: {family.bias:+.4f} {_signed_interval(family.interval)} (own change "
-                     f"{family.change:+.4f}{reference}; the cut: {family.documents:,} documents, depth "
-                     f"{family.depth_reached})" + (f" -- {family.note}" if family.note else ""))
+                     f"{family.change:+.4f}{reference}{where})" + (f" -- {family.note}" if family.note else ""))
     if bias.expected is None:
         lines.append(f"expected bias of a system that did not pool: not measured ({bias.note or 'no family measured'})")
+    elif nobody:
+        resolved = check.subset_resolution.smallest_separated if check.subset_resolution else None
+        against = "" if resolved is None else (f"; the subset resolves {resolved:.4f}: " + (
+            "below it" if abs(bias.expected) < resolved else "NOT below it"))
+        lines.append(f"expected bias of a new system: none from pooling; the family the cut raises most gains "
+                     f"{bias.expected:+.4f} {_signed_interval(bias.expected_interval)} {check.metric} over the others "
+                     f"({bias.expected_family}){against}")
     else:
         resolved = check.subset_resolution.smallest_separated if check.subset_resolution else None
         against = ""

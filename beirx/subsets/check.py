@@ -77,8 +77,7 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
     swapped_pairs = [(a, b) for a, b in combinations(systems, 2) if (a.full - b.full) * (a.subset - b.subset) < 0]
     swapped = [f"{a.label} vs {b.label}: {a.full - b.full:+.4f} on the full set, {a.subset - b.subset:+.4f} on the "
                "subset" for a, b in swapped_pairs]
-    expected = pool_bias.expected if pool_bias is not None else None
-    noise = _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, expected) \
+    noise = _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, pool_bias) \
         if per_query else {}
     warning = None
     if tau is None or tau < threshold:
@@ -93,7 +92,7 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
                         rho=fidelity.spearman_rho(full, subset), pool_bias=pool_bias, **noise)
 
 
-def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, expected) -> dict:
+def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, pool_bias) -> dict:
     """Tau's and rho's intervals (unpaired, paired, self-ceiling), each side's resolution, the discriminative
     power kept, the swaps' verdicts and the one-sentence reading."""
     found = fidelity.intervals(full, [sub for _, sub in per_query], [whole for whole, _ in per_query], seed=seed)
@@ -111,6 +110,8 @@ def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, 
     def p_of(side: str, a: str, b: str) -> float:
         p = sides[side][0]
         return p[(a, b)] if (a, b) in p else p[(b, a)]
+
+    expected = pool_bias.expected if pool_bias is not None else None
 
     def judged(a: SystemAgreement, b: SystemAgreement) -> str:
         """``a`` leads on the full set; ``b`` gained on the subset."""
@@ -130,10 +131,10 @@ def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, 
                                same_order=power.same_order, retained=power.retained, reversals=power.reversals,
                                subset_only=power.subset_only)
     return {**figures, "subset_resolution": sides["subset"][1], "full_resolution": sides["full"][1], "swaps": swaps,
-            "reading": reading(sides["subset"][1], alpha, expected), "discriminative_power": kept}
+            "reading": reading(sides["subset"][1], alpha, pool_bias), "discriminative_power": kept}
 
 
-def reading(resolved: Resolution, alpha: float = fidelity.ALPHA, expected_bias: float | None = None) -> str:
+def reading(resolved: Resolution, alpha: float = fidelity.ALPHA, pool_bias: PoolBias | None = None) -> str:
     """What a user may read from the subset, in one sentence (with the expected pool bias, when measured)."""
     level = f"{1 - alpha:.0%}"
     if resolved.smallest_separated is None:
@@ -144,9 +145,13 @@ def reading(resolved: Resolution, alpha: float = fidelity.ALPHA, expected_bias: 
                     f"({resolved.queries} queries)")
         if resolved.largest_unresolved is not None and resolved.largest_unresolved > resolved.smallest_separated:
             sentence += f", nor is every difference up to {resolved.largest_unresolved:.3f}"
-    if expected_bias is not None:
-        sentence += (f"; a system that did not pool is expected to gain {expected_bias:+.3f} over those that did, so "
-                     f"read its lead over a pooled system net of that")
+    if pool_bias is not None and pool_bias.expected is not None:
+        if pool_bias.families and not pool_bias.families[0].cut:
+            sentence += (f"; nobody pooled, so a new system is cut like the checked ones (the cut raises the "
+                         f"families' scores unevenly, by up to {pool_bias.expected:+.3f} over the others)")
+        else:
+            sentence += (f"; a system that did not pool is expected to gain {pool_bias.expected:+.3f} over those that "
+                         f"did, so read its lead over a pooled system net of that")
     return sentence
 
 

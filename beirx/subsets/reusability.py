@@ -105,10 +105,7 @@ class LeaveOneFamilyOut:
         pooled_union = frozenset().union(*pool_families) if pool_families else frozenset()
         unseen = self._unseen(checked, pooled_union)
         if not self.manifest.pool:
-            return PoolBias(method=method, families=[], expected=None, expected_family=None, expected_interval=None,
-                            unseen=unseen, reproduced=None,
-                            note="no system pooled: beyond the judged documents the corpus is a random fill, the "
-                                 "same for every system")
+            return self._nobody_pooled(checked)
         try:
             cut = self._recut()
         except BeirxError as error:
@@ -200,6 +197,33 @@ class LeaveOneFamilyOut:
             scores[label] = outcome.results.per_query_metric(self.metric)
         log.info("without %s: %d documents, %d systems evaluated", family.label, len(keep), len(systems))
         return scores, restrict.inexact
+
+    def _nobody_pooled(self, checked: dict[str, Checked]) -> PoolBias:
+        """Without a pool every system stands where a new one stands: beyond the judged documents the corpus is a
+        uniform sample, the same for all. What is left to measure is how unevenly the cut raises the families'
+        scores (a weaker system loses more documents above its relevant ones): each family's change on the
+        subset itself against the systems of every other family."""
+        method = ("nobody pooled: each family's systems' change (subset - full set) minus that of the systems of every "
+                  f"other family, on the subset itself; 95% percentile bootstrap over queries ({self.resamples:,} "
+                  f"draws, seed {self.seed})")
+        families = sorted({f for c in checked.values() for f in c.families}, key=lambda f: f.label)
+        results = []
+        for family in families:
+            own = [label for label, c in checked.items() if c.families == {family}]
+            others = [label for label, c in checked.items() if c.families and family not in c.families]
+            if not own or not others:
+                continue
+            figures = relative_change({k: v.full for k, v in checked.items()}, {k: v.subset for k, v in checked.items()},
+                                      own, others, resamples=self.resamples, seed=self.seed)
+            results.append(FamilyBias(family=family.label, systems=own, reference=others, **figures,
+                                      documents=self.manifest.counts.documents, depth_reached=0, inexact_queries=0,
+                                      cut=False))
+        worst = max((r for r in results if r.bias is not None), key=lambda r: r.bias, default=None)
+        return PoolBias(method=method, families=results, expected=worst.bias if worst else None,
+                        expected_family=worst.family if worst else None,
+                        expected_interval=worst.interval if worst else None, unseen=[], reproduced=None,
+                        note="nobody pooled: no system is favoured by how the documents were chosen; the figures "
+                             "are how unevenly the cut raises different families' scores")
 
     # -- systems that did not pool -------------------------------------------------------------------------------
     def _unseen(self, checked: dict[str, Checked], pooled_union: frozenset[Family]) -> list[SystemBias]:
