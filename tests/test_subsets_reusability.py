@@ -19,6 +19,7 @@ from beirx.artifacts.subset import FamilyBias, PoolBias
 from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.evaluate.metrics import evaluate
+from beirx.publish.cards import subset_note
 from beirx.subsets import fidelity
 from beirx.subsets.check import check_ranking, compare
 from beirx.subsets.cut import gather, make_subset, select
@@ -125,6 +126,15 @@ def test_nobody_pooled_measures_each_family_against_the_others(toy, tmp_path, ca
     assert "pool bias: nobody pooled, so a new system is cut like every checked one" in printed
     assert (f"expected bias of a new system: none from pooling; the family the cut raises most gains "
             f"{(1.5 - 2 * gain) / 4:+.4f}") in printed
+    check = SubsetManifest.find(tmp_path / "none").ranking_check
+    note = subset_note(tmp_path / "none")
+    assert "a uniform random sample of the others (0; no pool, so no system is favoured by how the documents were " \
+           "chosen)" in note
+    change = sum(s.subset - s.full for s in check.systems) / 3
+    assert f"The checked systems score {change:+.3f} NDCG@10 higher on it than on the full set on average" in note
+    assert (f"No system pooled, so a new system is cut like the checked ones; the cut raises the families' scores "
+            f"unevenly, by up to {(1.5 - 2 * gain) / 4:+.3f} over the others (run c.trec).") in note
+    assert "should expect to gain" not in note
 
 
 def test_relative_change_by_hand():

@@ -4,9 +4,10 @@
     beirx subset --dataset D --queries 50 --pool bm25 dense:MODEL --depth 100 --max-docs 1500 --seed 0
                  --output DIR [--stratify]
 
-Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000, a
-1,500-document corpus of the judged documents, the pool of BM25 flat and multilingual-e5-small at the depth
-that fits, and a random fill.
+Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000 and a
+1,500-document corpus of the judged documents and a seeded uniform random sample of the others (no pool, so
+no system is favoured by how the documents were chosen); ``--pool`` adds a pool of hard negatives, whose bias
+for the systems that did not pool the check measures.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 ``--cost TRANSLATOR`` adds the dry-run cost beside the fidelity: characters, tokens and (paid backend) list-price
@@ -41,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--stratify", action="store_true",
                       help="sample in proportion within groups of equal number of relevant documents")
     make.add_argument("--pool", nargs="+", default=POOL, metavar="SYSTEM",
-                      help=f"systems whose top --depth documents join the corpus (default {' '.join(POOL)})")
+                      help="systems whose top --depth documents join the corpus (default: none, the judged "
+                           "documents and a uniform random sample; a pool flattens the systems that did not pool)")
     make.add_argument("--depth", type=non_negative_int, default=DEPTH,
                       help=f"pool depth per query and system (default {DEPTH}; shrinks to fit --max-docs)")
     make.add_argument("--max-docs", type=positive_int, default=MAX_DOCS,
@@ -263,9 +265,7 @@ def run(args) -> int:
     lang, _ = dataset_language(args.dataset, args.lang)
     dataset = resolve_dataset(args.dataset, lang=lang)
     pool = parse_pool(args.pool) if args.depth > 0 else {}
-    if pool and args.pool == POOL:
-        check_output(args.output, dataset)  # a wrong --output is named before a missing model
-        _default_pool_ready()
+    check_output(args.output, dataset)
     check_systems = _check_systems(args) if (args.check or args.runs or args.check_config) else None
     translator = _cost_translator(args, lang) if args.cost else None  # a typo fails before any work
     manifest = make_subset(dataset, args.output, queries=args.queries, pool=pool, depth=args.depth,
@@ -276,8 +276,9 @@ def run(args) -> int:
     how = f"every judged query up to {method.queries:,}" if method.queries_cap else f"seed {method.seed}"
     print(f"queries: {counts.queries} of {counts.candidate_queries} ({how}"
           f"{', stratified' if method.stratify else ''}); qrels {counts.qrels}")
-    print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
-          f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
+    pooled = (f"{counts.pooled} pooled (depth {method.depth_reached} of {method.depth}) + " if manifest.pool else "")
+    print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {pooled}"
+          f"{counts.random} random" + ("" if manifest.pool else " (no pool: every system is cut alike)")
           + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
     print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
           f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; --cost TRANSLATOR "
@@ -287,19 +288,6 @@ def run(args) -> int:
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0
-
-
-def _default_pool_ready() -> None:
-    """The default pool's encoder must be found before any work: offline, a Hub id needs the local Hugging Face
-    cache, so say how to give a local folder instead."""
-    from beirx.models.files import model_revision
-
-    model = POOL[1].split(":", 1)[1]
-    try:
-        model_revision(model)
-    except BeirxError as error:
-        raise BeirxError(f"the default pool ({' '.join(POOL)}) needs {model}: {error} Give its local folder with "
-                         f"--pool {POOL[0]} dense:FOLDER (the recipe's other knobs stay the defaults)") from None
 
 
 def _cost_translator(args, lang: str):

@@ -220,7 +220,7 @@ def select(found: Candidates, pooled: list[Pooled], depth: int, max_docs: int | 
     priority every document drew, so the selection is the one a cut pooling only ``pooled`` makes."""
     entry = {did: rank for did, rank in entry_depths(pooled).items()
              if did in found.scan.present and did not in found.judged}
-    reached = depth_that_fits(entry, found.judged, depth, max_docs)
+    reached = depth_that_fits(entry, found.judged, depth, max_docs) if pooled else 0
     pooled_ids = {did for did, rank in entry.items() if rank <= reached}
     selected = found.judged | pooled_ids
     fill = _fill(found.scan, selected, max(0, (max_docs or 0) - len(selected)))

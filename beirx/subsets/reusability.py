@@ -159,7 +159,7 @@ class LeaveOneFamilyOut:
         others = pooled_union - {family}
         reference = [label for label, c in checked.items() if c.families and c.families <= others]
         shape = {"family": family.label, "systems": own, "reference": reference,
-                 "documents": len(selection.keep), "depth_reached": selection.reached if rest else 0}
+                 "documents": len(selection.keep), "depth_reached": selection.reached}
         if not own:
             return FamilyBias(**shape, bias=None, interval=None, change=None, reference_change=None,
                               queries=len(self.manifest.query_ids), inexact_queries=0,
