@@ -275,3 +275,20 @@ def test_manifest_round_trip_and_printout(toy, tmp_path, capsys):
     assert main(["subset", "check", str(full.root), str(subset.root), "--runs", str(runs["a"]), str(runs["b"]),
                  "--check-output", str(skipped), "--no-pool-bias", "-q"]) == 0
     assert SubsetManifest.find(subset.root).ranking_check.pool_bias is None and not (skipped / "leave-out").exists()
+
+
+def test_a_run_with_none_of_the_cut_documents_is_refused_naming_it(tmp_path):
+    """A run file whose documents for the kept queries are all outside the part it is restricted to cannot rank
+    it: the error names the file, nothing is written."""
+    from beirx.errors import DataError
+    from beirx.evaluate.specs import RunFileSpec
+    from beirx.subsets.restrict import Restrict
+
+    run = tmp_path / "other.trec"
+    run.write_text("q1 Q0 x1 1 2.0 r\nq1 Q0 x2 2 1.0 r\nq2 Q0 d1 1 1.0 r\n", encoding="utf-8")
+    restrict = Restrict({"d1", "d2"}, {"q1"}, tmp_path / "out", full_documents=10)
+    with pytest.raises(DataError, match=r"other\.trec.*none of the documents it retrieves for the 1 queries"):
+        restrict(RunFileSpec(run))
+    assert not (tmp_path / "out").exists()
+    kept = Restrict({"x2"}, {"q1"}, tmp_path / "ok", full_documents=10)(RunFileSpec(run, name="r"))
+    assert kept.path.read_text(encoding="utf-8").split()[:3] == ["q1", "Q0", "x2"]

@@ -78,9 +78,12 @@ def model_or_default(kind: str, model: str | None, lang: str, what: str, flag: s
 
 
 def check_available(models: Iterable[tuple[str, str | None]]) -> None:
-    """Every ``(model, revision)`` is a local folder, or on the Hub (in its local cache when offline); else the
-    error of :func:`~beirx.models.files.resolve_model`."""
+    """Every ``(model, revision)`` is a local folder, or on the Hub (in its local cache when offline), or the
+    Universal Sentence Encoder; else the error of :func:`~beirx.models.files.resolve_model` (or of
+    :func:`~beirx.models.use_encoder.use_model_files`)."""
     from beirx.models.files import resolve_model
+    from beirx.models.use_encoder import use_model_files
 
     for model, revision in sorted(set(models), key=str):
-        resolve_model(model, revision)
+        if use_model_files(model) is None:
+            resolve_model(model, revision)

@@ -30,7 +30,7 @@ from beirx.artifacts.subset import (DiscriminativePower, PoolBias, PoolSystem, R
                                    Swap, SystemAgreement)
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError
+from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults
 from beirx.evaluate.runner import evaluate_system
 from beirx.evaluate.stages import Stages
@@ -192,12 +192,14 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
     from beirx.data.catalogue import ignore_identical_ids_for
     from beirx.subsets.families import Families
     from beirx.subsets.reusability import Checked, LeaveOneFamilyOut, metric_depth
+    from beirx.subsets.system_args import refuse_repeats
 
     manifest = subset.subset
     if manifest is None:
         raise BeirxError(f"{subset.root} is not a beirx subset (no subset.json); make one with  beirx subset")
     if len(systems) < 2:
         raise BeirxError("the ranking check compares at least two systems (four or more make tau meaningful)")
+    refuse_repeats(systems)
     full_checksum = full.checksum()
     if full_checksum != manifest.source.checksum:
         raise BeirxError(f"{full.root} is not the dataset {subset.root} was cut from (checksum {full_checksum}, "
@@ -207,6 +209,7 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
     ignore = ignore_identical_ids_for(full.name)
     sides = {"full": (full, Stages(full, pack, split, top_k, ignore, show_progress, use_cache)),
              "subset": (subset, Stages(subset, pack, split, top_k, ignore, show_progress, use_cache))}
+    sides["full"][1].load_run_files(systems.values())  # a run of another dataset stops here, before any work
     scores: dict[str, list[float]] = {"full": [], "subset": []}
     paths, per_query, descriptions = [], [], []
     restricted = Restrict({doc.id for doc in beir_io.iter_corpus(subset.corpus_path)}, set(manifest.query_ids),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from beirx.errors import DataError
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.runs import Run, read_trec, write_trec
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
@@ -36,9 +37,12 @@ class Restrict:
 
     def __call__(self, system: System) -> System:
         if isinstance(system, RunFileSpec):
-            run = read_trec(Path(system.path), queries=self.queries)
-            return RunFileSpec(self._write(run, Path(system.path).stem, self._cut_short(run)),
-                               name=system.name or system.label())
+            path = Path(system.path)
+            run = read_trec(path, queries=self.queries)
+            if not any(d in self.docs for docs in run.values() for d in docs):
+                raise DataError(path, f"none of the documents it retrieves for the {len(self.queries)} queries is among "
+                                      f"the {len(self.docs):,} documents it is restricted to: it cannot rank them")
+            return RunFileSpec(self._write(run, path.stem, self._cut_short(run)), name=system.name or system.label())
         if isinstance(system, SystemSpec) and self.full_runs is not None \
                 and not RETRIEVERS.get(system.retriever).corpus_statistics:
             top_k = self.full_runs.top_k

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beirx.argtypes import option, positive_int
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM, UsageMeter
 from beirx.translate.llm.translator import LLMTranslator
@@ -26,7 +27,7 @@ class HFLLMTranslator(LLMTranslator):
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):
         super().__init__(src, tgt, model, **options)
-        self.llm = LocalLLM(model, device=device, batch_size=int(batch_size),
+        self.llm = LocalLLM(model, device=device, batch_size=option(self.name, "batch_size", batch_size, positive_int),
                             meter=UsageMeter(self.prices, self.max_cost))
         self.device, self.batch_size = self.llm.device, self.llm.batch_size
         self.revision = model_revision(model)
