@@ -124,6 +124,13 @@ def test_nobody_pooled_measures_each_family_against_the_others(toy, tmp_path, ca
     assert not (tmp_path / "check" / "leave-out").exists()
     printed = capsys.readouterr().out
     assert "pool bias: nobody pooled, so a new system is cut like every checked one" in printed
+    assert "NO *" not in printed and "- no pool: beyond the judged documents the corpus is a uniform random " \
+                                     "sample, the same for every system" in printed
+    assert all(line.endswith("  -") for line in printed.splitlines()[1:4])
+    from beirx.report.sources import Sources
+    from beirx.report.subsets import ranking_check_table
+    table = ranking_check_table([(tmp_path / "none", SubsetManifest.find(tmp_path / "none"))], Sources())
+    assert [row[2].value for row in table.rows] == ["no pool"] * 3
     assert (f"expected bias of a new system: none from pooling; the family the cut raises most gains "
             f"{(1.5 - 2 * gain) / 4:+.4f}") in printed
     check = SubsetManifest.find(tmp_path / "none").ranking_check

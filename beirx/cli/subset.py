@@ -107,21 +107,25 @@ def _run_check(args, full, subset) -> None:
                           threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
                           show_progress=show_progress(args), use_cache=not args.no_index_cache,
                           permutations=args.permutations, pool_bias=args.pool_bias)
-    print_check(check, output)
+    print_check(check, output, pooled=bool(subset.subset.pool))
 
 
-def print_check(check, output) -> None:
-    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement."""
+def print_check(check, output, pooled: bool = True) -> None:
+    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement;
+    ``pooled`` false: the subset has no pool, so no system is marked as one that did not pool."""
     width = max(len(s.label) for s in check.systems)
     print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset  pooled")
     for s in check.systems:
         print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  "
-              f"{pooled_mark(s)}")
-    if any(pooled_mark(s) == "NO *" for s in check.systems):
+              f"{pooled_mark(s) if pooled else '-'}")
+    if not pooled:
+        print("- no pool: beyond the judged documents the corpus is a uniform random sample, the same for every system "
+              "(checked or not)")
+    elif any(pooled_mark(s) == "NO *" for s in check.systems):
         print("* did not pool, nor did a system of its family: its own non-relevant top documents may be missing from "
               "the subset, which flatters it (pool bias, expected below); pool from it too (--pool), or read its rank "
               "with care")
-    if any(pooled_mark(s) == "family" for s in check.systems):
+    if pooled and any(pooled_mark(s) == "family" for s in check.systems):
         print("family: did not pool itself, but a system of its family did (the same model on another runtime, "
               "another BM25 convention)")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"

@@ -48,8 +48,8 @@ def ranking_check_table(subsets: list[tuple[Path, SubsetManifest]], sources: Sou
         expected = check.pool_bias.expected if check.pool_bias else None
         for i, system in enumerate(check.systems):
             first = i == 0
-            pooled = "yes" if system.pooled else "family" if system.family_pooled else \
-                {False: "no ‡", None: ""}[system.pooled]
+            pooled = "no pool" if not manifest.pool else "yes" if system.pooled else \
+                "family" if system.family_pooled else {False: "no ‡", None: ""}[system.pooled]
             table.rows.append([Cell(name if first else ""), Cell(system.label), Cell(pooled),
                                Cell(system.full, "metric", sources=ref), Cell(system.subset, "metric", sources=ref),
                                Cell(system.full_rank, "int"), Cell(system.subset_rank, "int"),
@@ -75,7 +75,8 @@ def ranking_check_table(subsets: list[tuple[Path, SubsetManifest]], sources: Sou
                      "† = tau below the threshold (default 0.9, Voorhees 2000): the subset does not rank these systems "
                      "as the full set does. ‡ = neither it nor a system of its family pooled: its own non-relevant "
                      "documents may be missing from the subset, which flatters it (pool bias); family = a system of "
-                     "its family pooled. " + " ".join(readings)).strip()
+                     "its family pooled; no pool = the subset has none (beyond the judged documents a uniform "
+                     "random sample, the same for every system). " + " ".join(readings)).strip()
     return table
 
 
