@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -87,6 +88,7 @@ def child(data: Path, out: Path, max_docs: int, pools: int) -> None:
 
 
 def measure(data: Path, out: Path, max_docs: int, pools: int) -> dict:
+    shutil.rmtree(out, ignore_errors=True)  # a subset of an earlier run (another --pools) is cut again
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, __file__, "--child", str(data), str(out), str(max_docs), str(pools)],
