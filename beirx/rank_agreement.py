@@ -66,11 +66,29 @@ def draws(size: int, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, size, (resamples, size))
 
 
-def bounds(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
-    """The percentile interval of the defined (non-NaN) draws; None when none is defined."""
+def draw_counts(n: int, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """``(resamples, n)``: how often each of ``n`` items is drawn in each of :func:`draws`, so a draw's mean of
+    any per-item values is one matrix product."""
+    counts = np.zeros((resamples, n))
+    np.add.at(counts, (np.arange(resamples)[:, None], draws(n, resamples, seed)), 1)
+    return counts
+
+
+def percentile_bounds(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """``[(1 - level) / 2, (1 + level) / 2]`` percentiles of the defined (not NaN) values; None without any."""
     values = values[~np.isnan(values)]
     tail = (1 - level) / 2 * 100
     return (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))) if values.size else None
+
+
+def mean_interval(values: list[float], *, resamples: int = RESAMPLES, seed: int = 0,
+                  level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile-bootstrap interval of the mean of per-item ``values`` (drawn with replacement, as for tau's
+    intervals); None without values."""
+    if not values:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    return percentile_bounds(draw_counts(len(array), resamples, seed) @ array / len(array), level)
 
 
 @dataclass(frozen=True)
@@ -105,12 +123,11 @@ def intervals(full: list[float], per_query: list[dict[str, float]],
         return none
     subset = np.array([[scores[q] for q in queries] for scores in per_query], dtype=np.float64)
     fixed = np.array(full, dtype=np.float64)
-    counts = np.zeros((resamples, len(queries)))
-    np.add.at(counts, (np.arange(resamples)[:, None], draws(len(queries), resamples, seed)), 1)
+    counts = draw_counts(len(queries), resamples, seed)
     sub_means = counts @ subset.T / len(queries)  # (resamples, systems): one row per draw
 
     def interval(values: np.ndarray) -> tuple[float, float] | None:
-        return bounds(values, level)
+        return percentile_bounds(values, level)
 
     if full_per_query is None:
         return dataclasses.replace(none, tau_interval=interval(tau_b_rows(sub_means, fixed)),
@@ -145,7 +162,7 @@ def spearman_interval(x: np.ndarray, y: np.ndarray, *, resamples: int = RESAMPLE
     found = np.concatenate([rho_rows(x[part], y[part]) for part in np.array_split(picks, max(1, resamples // BLOCK))])
     if np.isnan(found).mean() > (1 - level) / 2:  # undefined beyond one tail's mass: no interval at this level
         return float(result.statistic), float(result.pvalue), None
-    return float(result.statistic), float(result.pvalue), bounds(found, level)
+    return float(result.statistic), float(result.pvalue), percentile_bounds(found, level)
 
 
 def _point(values: np.ndarray) -> float | None:

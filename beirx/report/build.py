@@ -40,7 +40,7 @@ from beirx.report.render.html import document_html
 from beirx.report.render.latex import document_latex, table_latex
 from beirx.report.render.markdown import document_markdown, table_markdown
 from beirx.report.sources import Sources
-from beirx.report.subsets import ranking_check_table, subsets_for
+from beirx.report.subsets import pool_bias_table, ranking_check_table, subsets_for
 from beirx.report.systems import systems_table
 from beirx.report.table import Table
 from beirx.report.translations import translations_for
@@ -102,9 +102,10 @@ def build_report(inputs: Iterable[Any], output_dir: Path | str, **options: Any) 
     ranking = ranking_table(results, sources, options=opts)
     if ranking.rows:
         tables.append(ranking)
-    checked = ranking_check_table(subsets_for(results), sources)
-    if checked.rows:
-        tables.append(checked)
+    subsets = subsets_for(results)
+    for checked in (ranking_check_table(subsets, sources), pool_bias_table(subsets, sources)):
+        if checked.rows:
+            tables.append(checked)
     if any(comps for _, comps in families):
         tables.append(comparisons_table(families, opts))
     analysed = [analysis for _, analysis in damage]
