@@ -18,6 +18,7 @@ apertium -l 2>/dev/null | grep -qx "eng-spa" \
     || { echo "Apertium's English-Spanish pair is missing: sudo apt-get install apertium apertium-eng-spa" >&2
          exit 2; }
 
+if [ -e "$DATA" ]; then DATA="$(cd "$DATA" && pwd)"; fi   # a folder: its absolute path, as the steps run in OUT
 mkdir -p "$OUT" && cd "$OUT"
 MODEL=models/all-MiniLM-L6-v2
 [ -d "$MODEL" ] || python -c "from all_minilm_l6_v2 import extract_model; extract_model('models')"
