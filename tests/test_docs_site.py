@@ -32,6 +32,10 @@ def external_fetches(site: Path) -> list[str]:
         if path.suffix in (".html", ".css") and path.is_file():
             text = path.read_text(encoding="utf-8", errors="replace")
             found += [f"{path.relative_to(site)}: {text[m.start():m.start() + 120]}" for m in FETCHES.finditer(text)]
+            # Material's script fetches Mermaid from unpkg.com for a diagram, and a repository's stars from
+            # api.github.com when the site names one
+            if path.suffix == ".html" and ('class="mermaid"' in text or 'class="md-source"' in text):
+                found.append(f"{path.relative_to(site)}: a Mermaid diagram or a repository link")
     return found
 
 
