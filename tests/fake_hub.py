@@ -45,14 +45,16 @@ class FakeHub:
             def do_GET(self, head: bool = False):
                 hub.requests.append(("HEAD" if head else "GET", self.path, self.headers.get("Authorization")))
                 parts = urlparse(self.path).path.split("/")
-                # /api/datasets/{org}/{name}/tree/{revision} and /api/datasets/{org}/{name}/revision/{revision}
-                if len(parts) >= 7 and parts[1] == "api" and parts[5] in ("tree", "revision"):
+                # /api/datasets/{org}/{name}/tree/{revision}, /api/datasets/{org}/{name}/revision/{revision} and
+                # /api/datasets/{org}/{name} (the repository's info at its last commit)
+                info = len(parts) == 5 and parts[1] == "api"
+                if info or len(parts) >= 7 and parts[1] == "api" and parts[5] in ("tree", "revision"):
                     repo = hub.repos.get((parts[2][:-1], f"{parts[3]}/{parts[4]}"))
                     if repo is None:
                         return self._reply(404, {"error": "Repository not found"})
                     files = [{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
                              for p, b in sorted(repo["files"].items())]
-                    if parts[5] == "tree":
+                    if not info and parts[5] == "tree":
                         return self._reply(200, files)
                     return self._reply(200, {"id": f"{parts[3]}/{parts[4]}", "sha": repo["commits"][-1]["oid"],
                                              "private": repo["private"],
