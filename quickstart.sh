@@ -14,7 +14,8 @@ OUT="${OUT:-quickstart}"
 # What it needs, checked before any work: one sentence naming the install line.
 command -v beirx >/dev/null \
     || { echo "beirx is not installed: pip install -e '.[quickstart]'" >&2; exit 2; }
-python -c "import all_minilm_l6_v2, matplotlib, py3langid, sacrebleu, sentence_transformers" 2>/dev/null \
+python -c "import all_minilm_l6_v2, matplotlib, py3langid, sacrebleu, sentence_transformers" \
+    2>/dev/null \
     || { echo "the quickstart's extras are missing: pip install -e '.[quickstart]'" >&2; exit 2; }
 apertium -l 2>/dev/null | grep -E "^\s*eng-spa\s*$" >/dev/null \
     || { echo "Apertium's English-Spanish pair is missing:" \
