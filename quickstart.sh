@@ -31,9 +31,9 @@ MODEL=models/all-MiniLM-L6-v2
 beirx eval --dataset "$DATA" --lang en --retriever bm25 --retriever dense --model "$MODEL" \
     --output results/full
 
-# 2. a subset by the default recipe, pooled from the two systems above,
-#    translated into Spanish by Apertium
-beirx subset --dataset "$DATA" --pool bm25:fields=flat "dense:$MODEL" --output subset
+# 2. a subset by the default recipe (every judged query; the judged documents and a uniform random
+#    sample, no pool, so it flatters no model run on it later), translated into Spanish by Apertium
+beirx subset --dataset "$DATA" --output subset
 beirx translate --dataset subset --lang es --translator apertium --no-quality --output subset-es
 
 # 3. its quality report: rule checks on every row,
