@@ -66,7 +66,8 @@ def blocks(path: Path, text: str | None = None) -> list[Block]:
             continue
         fence, lang = match["fence"], match["lang"].lower()
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(fence)), len(lines))
-        if lang in SHELL | PYTHON:
+        included = all(line.strip().startswith("--8<--") for line in lines[i + 1:end] if line.strip())
+        if lang in SHELL | PYTHON and not included:  # a file included whole is tested where it runs
             above = lines[i - 1].strip() if i else ""
             marker = MARKER.fullmatch(above)
             body = "\n".join(line[len(match["indent"]):] for line in lines[i + 1:end])

@@ -16,12 +16,14 @@ import resource
 import shlex
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from docs_blocks import REPO, Block, all_blocks, blocks, commands, counts, problems
 from docs_runner import run_python, run_shell
+from fake_hub import TOKEN, FakeHub
 
 BLOCKS = all_blocks()
 RUN_PAGES = sorted({b.path for b in BLOCKS if b.runs})
@@ -58,15 +60,16 @@ def test_every_block_is_marked_and_its_commands_exist(block: Block):
 
 
 def test_a_broken_flag_is_caught():
-    """The README's quickstart with one flag misspelled: the check names the file, the line and the flag."""
+    """The README's training command with one flag misspelled: the check names the file, the line and the
+    flag."""
     readme = REPO / "README.md"
     text = readme.read_text(encoding="utf-8")
-    assert text.count("--roundtrip-sample 100") == 1
-    broken = text.replace("--roundtrip-sample 100", "--round-trip-sample 100")
-    line = next(i for i, row in enumerate(broken.splitlines(), 1) if "--round-trip-sample" in row)
+    assert text.count("--batch-size 32") == 1
+    broken = text.replace("--batch-size 32", "--batch-sise 32")
+    line = next(i for i, row in enumerate(broken.splitlines(), 1) if "--batch-sise" in row)
+    start = next(i for i in range(line, 0, -1) if broken.splitlines()[i - 1].startswith("OMP_NUM_THREADS"))
     found = [p for b in blocks(readme, broken) for p in problems(b)]
-    assert found == [f"README.md:{line - 1}: beirx: error: unrecognized arguments: "
-                     "--round-trip-sample 100"]
+    assert found == [f"README.md:{start}: beirx: error: unrecognized arguments: --batch-sise 32"]
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -158,6 +161,17 @@ def _cpu_seconds() -> float:
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
+@contextmanager
+def _page_env(page: Path, env: dict[str, str]):
+    """The environment of a page's commands: publishing.md pushes to a fake Hub on 127.0.0.1 (HF_ENDPOINT), as
+    a reader logged in (HF_TOKEN) would to the real one."""
+    if page.name != "publishing.md":
+        yield env
+        return
+    with FakeHub() as hub:
+        yield {**env, "HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HUB_OFFLINE": "0"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[p.name for p in RUN_PAGES])
 def test_the_run_blocks_of_a_page_run(page: Path, docs_machine):
@@ -165,13 +179,19 @@ def test_the_run_blocks_of_a_page_run(page: Path, docs_machine):
     work = page_dir / "work"
     work.mkdir(parents=True)
     (page_dir / "shared").symlink_to(docs_machine["root"] / "shared")  # ../shared from the page's folder
+    shutil.copy(REPO / "quickstart.sh", work)  # a run block starts where a clone's root would be
+    with _page_env(page, docs_machine["env"]) as env:
+        _run_page(page, work, env)
+
+
+def _run_page(page: Path, work: Path, env: dict[str, str]) -> None:
     for block in (b for b in BLOCKS if b.path == page and b.runs):
         text = block.text
         start, cpu = time.perf_counter(), _cpu_seconds()
         if block.shell:
-            done = run_shell(text, work, docs_machine["env"], timeout=900)
+            done = run_shell(text, work, env, timeout=900)
         else:
-            done = run_python(text, block.where, work, docs_machine["env"])
+            done = run_python(text, block.where, work, env)
         print(f"{block.where}: {time.perf_counter() - start:.1f} s ({_cpu_seconds() - cpu:.1f} s CPU)")
         for argv, rc, seconds in done.calls:
             print(f"    {seconds:6.1f} s  rc {rc}  beirx {shlex.join(argv)}")

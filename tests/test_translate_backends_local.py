@@ -9,6 +9,7 @@ reassembly, resume, conversion cache. Output length is fixed (min = max new toke
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -251,3 +252,25 @@ def test_revision_is_shared_and_memories_of_the_old_rule_are_adopted(hf_translat
     assert after.revision == revision and before.revision == old
     for name in ("corpus.jsonl", "queries.jsonl"):
         assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "old" / name).read_bytes()
+
+
+def test_a_missing_apertium_pair_names_a_package_debian_has_or_says_there_is_none(tmp_path, monkeypatch):
+    """The install line names a package apt-cache lists (the current name, not the transitional one); for a
+    pair Debian lacks (en->pl) it says so instead of naming a package that does not exist."""
+    from beirx.translate.backends.apertium import find_mode
+
+    fake = tmp_path / "bin" / "apt-cache"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nprintf '%s\\n' 'apertium-en-es - Transitional dummy package for apertium-eng-spa' "
+                    "'apertium-eng-spa - Apertium translation data for the English-Spanish pair' "
+                    "'apertium-pol-szl - Apertium translation data for the Polish-Silesian pair'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(BeirxError) as spanish:
+        find_mode("en", "es", ("eng-cat", "en-gl"))
+    assert "installed: eng-cat, en-gl); on Debian/Ubuntu: sudo apt-get install apertium-eng-spa, or name" \
+        in str(spanish.value)
+    with pytest.raises(BeirxError) as polish:
+        find_mode("en", "pl", ("eng-spa",))
+    assert "Debian/Ubuntu have no Apertium package for en->pl" in str(polish.value)
+    assert "apertium-eng-pol" not in str(polish.value) and "apt-get install" not in str(polish.value)

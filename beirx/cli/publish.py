@@ -1,6 +1,6 @@
 """``beirx publish dataset|results``: export a dataset or a results folder and push it to the Hub.
 
-The token is whatever ``huggingface_hub`` finds (``HF_TOKEN`` or the ``huggingface-cli login`` store);
+The token is whatever ``huggingface_hub`` finds (``HF_TOKEN`` or the ``hf auth login`` store);
 beirx never takes it as an argument, so it never lands in shell history, logs or results files.
 """
 

@@ -15,7 +15,7 @@ repository carries its own provenance.
 
 Pushing uses ``huggingface_hub``: one ``create_repo`` then one ``create_commit`` adding every file
 (regular or LFS upload as the server decides) and deleting data files of an earlier export that this
-one no longer has. The token comes from ``HF_TOKEN`` or the ``huggingface-cli login`` store, read by
+one no longer has. The token comes from ``HF_TOKEN`` or the ``hf auth login`` store, read by
 ``huggingface_hub`` itself; beirx never reads, logs or writes it.
 """
 

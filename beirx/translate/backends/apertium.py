@@ -1,4 +1,4 @@
-"""Apertium: rule-based MT from the Debian packages (``apt install apertium apertium-eng-spa``), offline.
+"""Apertium: rule-based MT from the Debian packages (``sudo apt-get install apertium apertium-eng-spa``), offline.
 
 Pairs are the installed *modes* (``apertium -l``): ``eng-spa`` serves en→es, ``eng-cat`` en→ca,
 ``en-gl`` en→gl. ISO 639-1 codes are matched to a mode's two- or three-letter codes; ``--model`` picks a
@@ -67,8 +67,7 @@ class ApertiumTranslator(Translator):
         super().__init__(src, tgt, model, **options)
         self.binary = shutil.which(binary)
         if self.binary is None:
-            raise BeirxError(f"the Apertium engine ({binary!r}) is not installed: on Debian/Ubuntu run  "
-                             f"apt install apertium apertium-{codes(src)[-1]}-{codes(tgt)[-1]}")
+            raise BeirxError(f"the Apertium engine ({binary!r}) is not installed; {install_hint(src, tgt, engine=True)}")
         self.datadir = datadir
         self.mark_unknown = _truthy(mark_unknown)
         modes = installed_modes(self.binary, datadir)
@@ -122,9 +121,32 @@ def find_mode(src: str, tgt: str, modes: tuple[str, ...]) -> str:
         if name in modes:
             return name
     pairs = ", ".join(m for m in modes if "_" not in m) or "none"
-    package = f"apertium-{codes(src)[-1]}-{codes(tgt)[-1]}"
-    raise BeirxError(f"no Apertium pair for {src}->{tgt} is installed (installed: {pairs}); try  apt install {package}  "
-                     f"or name a mode with --model")
+    raise BeirxError(f"no Apertium pair for {src}->{tgt} is installed (installed: {pairs}); "
+                     f"{install_hint(src, tgt)}, or name an installed mode with --model")
+
+
+def debian_package(src: str, tgt: str) -> str | None:
+    """The Debian/Ubuntu package of Apertium data for ``src`` and ``tgt`` (either order in its name), as
+    ``apt-cache`` lists it, else None. Of two names for one pair (``apertium-en-es`` is a transitional package
+    for ``apertium-eng-spa``) the longer, current one."""
+    apt_cache = shutil.which("apt-cache")
+    if apt_cache is None:
+        return None
+    proc = subprocess.run([apt_cache, "search", "--names-only", "^apertium-"], capture_output=True, text=True)
+    wanted = {frozenset((s, t)) for s in codes(src) for t in codes(tgt)}
+    names = [line.split(" - ")[0].strip() for line in proc.stdout.splitlines()]
+    found = [n for n in names if frozenset(n.removeprefix("apertium-").split("-")) in wanted]
+    return max(found, key=len, default=None)
+
+
+def install_hint(src: str, tgt: str, *, engine: bool = False) -> str:
+    """What to install for ``src``->``tgt``: the apt-get line naming a package Debian has, or, when it has
+    none, that it has none (guessing a name would send the user to a package that does not exist)."""
+    package = debian_package(src, tgt)
+    if package:
+        return f"on Debian/Ubuntu: sudo apt-get install {'apertium ' if engine else ''}{package}"
+    return (f"Debian/Ubuntu have no Apertium package for {src}->{tgt} (apt-cache search apertium lists the pairs "
+            f"they have); use another --translator (hf, ctranslate2, openai ...)")
 
 
 @functools.cache
