@@ -36,7 +36,7 @@ from beirx.data.records import Query
 from beirx.errors import BeirxError, require
 from beirx.evaluate.retrievers.dense import document_text
 from beirx.models.device import choose_device
-from beirx.models.files import resolve_model
+from beirx.models.checks import checked_model
 from beirx.progress import progress, skip
 from beirx.provenance import environment_versions
 from beirx.train.genq_cache import QueryCache
@@ -88,7 +88,7 @@ class Seq2SeqGenerator:
         transformers = require("transformers", "neural", "generating queries")
         self.torch = require("torch", "neural", "generating queries")
         self.opts = opts
-        self.files = resolve_model(opts.model)
+        self.files = checked_model(opts.model, "seq2seq", None, "--model", "generate-queries")
         self.device = choose_device(opts.device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(self.files.folder))
         self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(self.files.folder))

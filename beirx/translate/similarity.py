@@ -28,7 +28,8 @@ from beirx.data.cache import cache_dir
 from beirx.errors import require
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
-from beirx.models.files import max_seq_length, resolve_model
+from beirx.models.checks import checked_model
+from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 
@@ -51,7 +52,7 @@ class PairEncoder:
     def __init__(self, model: str = DEFAULT_ENCODER, revision: str | None = None, batch_size: int = 32,
                  max_length: int | None = None, use_cache: bool = True, show_progress: bool = True):
         require("sentence_transformers", "translate", _FEATURE)
-        self.files = resolve_model(model, revision)
+        self.files = checked_model(model, "bi-encoder", revision, "encoder", "translation similarity")
         self.prompts = model_prompts(self.files)
         self.max_length = int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)

@@ -40,7 +40,8 @@ class LLMReranker:
         else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
         self.prompts = PromptFile.load(__package__, "llm_prompts.toml", prompt_file)
         self.language = get_pack(self.lang)
-        self.llm = llm if llm is not None else connect(model, what=self.name, **options)
+        self.llm = llm if llm is not None else connect(model, what=f"--reranker {self.name}", flag="--reranker-model",
+                                                       **options)
 
     @property
     def device(self) -> str | None:

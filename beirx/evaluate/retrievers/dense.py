@@ -48,7 +48,8 @@ from beirx.language_packs import LanguagePack
 from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
-from beirx.models.files import max_seq_length, resolve_model
+from beirx.models.checks import checked_model
+from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 
@@ -126,7 +127,7 @@ class DenseRetriever(Retriever):
             raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
         require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
         self.pack = pack
-        self.files = resolve_model(str(model), revision)
+        self.files = checked_model(str(model), "bi-encoder", revision, "--model", "dense retrieval")
         prompts = model_prompts(self.files)
         self.query_prompt = prompts.get("query", "") if query_prompt is None else query_prompt
         self.passage_prompt = prompts.get("passage", "") if passage_prompt is None else passage_prompt

@@ -14,6 +14,7 @@ import logging
 from typing import Any, ClassVar
 
 from beirx.errors import BeirxError, require
+from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import model_revision
 from beirx.translate.backends.seq2seq import ModelTokenizer, TokenizedTranslator, as_int, default_model, load_tokenizer
@@ -36,6 +37,7 @@ class HFTranslator(TokenizedTranslator):
                  **options: Any):
         model = model or default_model(src, tgt)
         super().__init__(src, tgt, model, **options)
+        check_if_local(model, "seq2seq", "translation model", "the hf translator")
         torch = require("torch", "translate", "the hf translator")
         transformers = require("transformers", "translate", "the hf translator")
         self.device = choose_device(device)

@@ -27,7 +27,8 @@ class HFLLMTranslator(LLMTranslator):
                  batch_size: int | str = 8, **options: Any):
         super().__init__(src, tgt, model, **options)
         self.llm = LocalLLM(model, device=device, batch_size=int(batch_size),
-                            meter=UsageMeter(self.prices, self.max_cost))
+                            meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
+                            needed_by="the hf-llm translator")
         self.device, self.batch_size = self.llm.device, self.llm.batch_size
         self.revision = model_revision(model)
         self.units_in_flight = 2 * self.batch_size
