@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 class CrossEncoderReranker(PairwiseReranker):
     name = "cross-encoder"
+    model_kind = "cross-encoder"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,

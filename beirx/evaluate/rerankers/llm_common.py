@@ -26,6 +26,7 @@ class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
     shared_flags = (add_llm_arguments,)
+    model_kind = "causal-lm"  # in this process (model_is_local); a server's model is not a folder
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:

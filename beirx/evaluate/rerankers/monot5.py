@@ -39,6 +39,7 @@ _MAX_CUTS = 5
 
 class MonoT5Reranker(PairwiseReranker):
     name = "monot5"
+    model_kind = "seq2seq"
 
     FLAGS = {"true_token": ("--monot5-true-token", str, "monoT5's relevance token (default: the checkpoint's, e.g. "
                                                         "'true' or Polish 'prawda')"),

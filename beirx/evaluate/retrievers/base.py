@@ -22,6 +22,8 @@ class Retriever(ABC):
     """First-stage retrieval. Subclasses are registered by name in :mod:`beirx.evaluate.retrievers`."""
 
     name: ClassVar[str]
+    #: The :mod:`beirx.models.checks` kind of its ``model`` folder, checked before any work (None: no model folder).
+    model_kind: ClassVar[str | None] = None
     loaded_from_cache: bool = False
     """True when :meth:`index` loaded a cached index instead of building one."""
     encode_seconds: float | None = None

@@ -84,6 +84,7 @@ def document_text(doc: Doc) -> str:
 
 class DenseRetriever(Retriever):
     name = "dense"
+    model_kind = "bi-encoder"
 
     @classmethod
     def add_arguments(cls, group) -> None:

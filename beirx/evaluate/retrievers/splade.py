@@ -62,6 +62,7 @@ _INDEX_FORMAT = 1
 
 class SpladeRetriever(Retriever):
     name = "splade"
+    model_kind = "masked-lm"
 
     @classmethod
     def add_arguments(cls, group) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM, UsageMeter
 from beirx.translate.llm.translator import LLMTranslator
@@ -25,6 +26,7 @@ class HFLLMTranslator(LLMTranslator):
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):
+        check_if_local(model, "causal-lm", "translation model", "the hf-llm translator")  # before its tokenizer
         super().__init__(src, tgt, model, **options)
         self.llm = LocalLLM(model, device=device, batch_size=int(batch_size),
                             meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
