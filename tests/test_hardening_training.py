@@ -235,36 +235,48 @@ def test_a_review_of_a_read_only_dataset_is_refused_before_serving(tmp_path):
 
 
 # -- a killed or refused command leaves a state its rerun completes ---------------------------------------------------
-def test_a_kill_during_the_evaluation_is_completed_by_the_rerun(tiny, tiny_st, tmp_path, capsys, monkeypatch):
-    """Killed while ``--evaluate`` evaluates (the model and its card are saved): the same command evaluates and
-    trains nothing; it used to say "already holds a model trained by beirx" and never evaluated."""
+def test_a_kill_during_the_evaluation_is_completed_by_the_rerun(tiny, tiny_st, tmp_path, capsys):
+    """SIGKILL while ``--evaluate`` evaluates the trained model (the base is evaluated, the model and its card are
+    saved): the same command completes the evaluation and trains nothing; it used to say "already holds a model
+    trained by beirx" and never evaluated."""
+    import os
     import shutil
-
-    from beirx.train import evaluation
+    import signal
+    import subprocess
+    import sys
 
     shutil.copy(tiny / "qrels" / "test.tsv", tiny / "qrels" / "dev.tsv")
-    real = evaluation.evaluate_base_and_trained
-
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(evaluation, "evaluate_base_and_trained", killed)
     out = tmp_path / "out"
-    assert _train(tiny, tiny_st, out, "--evaluate", "dev") == 130  # as a Ctrl+C (or a kill) leaves it
+    argv = ["train", "bi-encoder", "--dataset", str(tiny), "--split", "test", "--model", str(tiny_st), "--output",
+            str(out), "--device", "cpu", "--batch-size", "4", "--max-steps", "2", "--save-steps", "1", "--no-progress",
+            "--evaluate", "dev"]
+    killer = ("import os, signal, sys\n"
+              "import beirx.evaluate.runner as runner\n"
+              "real, calls = runner.evaluate_system, []\n"
+              "def evaluate_system(*args, **kwargs):\n"
+              "    calls.append(1)\n"
+              "    if len(calls) == 2:\n"
+              "        os.kill(os.getpid(), signal.SIGKILL)  # the trained model's turn\n"
+              "    return real(*args, **kwargs)\n"
+              "runner.evaluate_system = evaluate_system\n"
+              "from beirx.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))\n")
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", killer, *argv], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": f"{repo}:{repo / 'tests'}"})
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
     weights = (out / "model.safetensors").read_bytes()
     assert "evaluation" not in read_front_matter(out / "README.md")["beirx"]
-    monkeypatch.setattr(evaluation, "evaluate_base_and_trained", real)
-    capsys.readouterr()
-    assert _train(tiny, tiny_st, out, "--evaluate", "dev") == 0
+    assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "already holds the model this command trains: nothing trained; its evaluation completed" in printed
     assert "NDCG@10: base" in printed
     record = read_front_matter(out / "README.md")["beirx"]
     assert record["evaluation"]["split"] == "dev" and (out / "model.safetensors").read_bytes() == weights
     assert json.loads((tmp_path / "out-evaluation" / "evaluation.json").read_text()) == record["evaluation"]
-    assert _train(tiny, tiny_st, out, "--evaluate", "dev") == 0  # once more: nothing to do
+    assert main(argv) == 0  # once more: nothing to do
     assert "nothing trained" in capsys.readouterr().out
-    assert _train(tiny, tiny_st, out, "--evaluate", "dev", "--learning-rate", "1e-4") == 2  # another run
+    assert main([*argv, "--learning-rate", "1e-4"]) == 2  # another run's options: refused, naming what differs
     assert "already holds a model trained by beirx with a different learning_rate" in capsys.readouterr().err
 
 

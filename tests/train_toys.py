@@ -8,7 +8,6 @@ training tests can run the whole dev-slice selection (base, checkpoints, the cho
 from __future__ import annotations
 
 import random
-import string
 from pathlib import Path
 
 from conftest import write_beir
@@ -30,20 +29,6 @@ def synthetic_dataset(root: Path, queries: int = 40, seed: int = 0) -> Path:
 
 def synthetic_bi_encoder(folder: Path, topics: int = 50, seed: int = 3) -> Path:
     """A 2-layer, 16-dim BERT with mean pooling over the synthetic vocabulary, as a sentence-transformers folder."""
-    import sentence_transformers as st
-    import torch
-    import transformers
+    from hardening_helpers import build_tiny_st
 
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *string.punctuation, *FILLER,
-             *(f"t{i}" for i in range(topics))]
-    bert = folder.parent / (folder.name + "-bert")
-    torch.manual_seed(seed)
-    tokenizer = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
-    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=64)
-    transformers.BertModel(config, add_pooling_layer=False).save_pretrained(bert)
-    tokenizer.save_pretrained(bert)
-    model = st.SentenceTransformer(str(bert), device="cpu")
-    model.max_seq_length = 32
-    model.save(str(folder))
-    return folder
+    return build_tiny_st(folder, [*FILLER, *(f"t{i}" for i in range(topics))], seed=seed, max_seq_length=32)

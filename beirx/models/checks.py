@@ -241,7 +241,8 @@ def _tokenizer_problem(folder: Path) -> str | None:
             _, problem = _json_file(folder / name)
             if problem:
                 return problem
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES) and not any(folder.glob("*.spm")):
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES) and \
+            not any(folder.glob("*.spm")) and not any(folder.glob("*.tiktoken")):
         return ("it has no tokenizer (tokenizer.json, or a vocabulary: vocab.txt, vocab.json or a SentencePiece "
                 "model)")
     return None

@@ -166,6 +166,7 @@ def dense_scorer(dev: DevSlice, dataset: BeirDataset, pack: LanguagePack, base: 
                  device: str, ignore_identical_ids: bool, show_progress: bool) -> Callable[..., dict[str, float]]:
     """``score(model, base=False)``: the dev scores of a bi-encoder in memory (``base``: the untrained one)."""
     def score(model, base_model: bool = False) -> dict[str, float]:
+        model.eval()  # no dropout; the trainer sets training mode again at its next step
         length = model.max_seq_length  # the training length, restored after
         retriever = LoadedDense(pack, base, model, batch_size=batch_size, device=device, show_progress=show_progress,
                                 use_cache=base_model and dev.documents is None)
@@ -196,6 +197,7 @@ def rerank_scorer(dev: DevSlice, dataset: BeirDataset, pack: LanguagePack, base:
         first = truncate(drop_identical_ids(first), RERANK_DEPTH)
 
     def score(model, base_model: bool = False) -> dict[str, float]:
+        model.eval()  # no dropout; the trainer sets training mode again at its next step
         reranker = CrossEncoderReranker(str(base.folder), lang=pack.code, batch_size=batch_size, max_length=max_length,
                                         device=device, show_progress=show_progress, use_cache=False, encoder=model)
         with DocStore.for_dataset(dataset) as corpus:

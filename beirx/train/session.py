@@ -141,9 +141,9 @@ def load_training_data(opts: TrainOptions, show_progress: bool) -> TrainingData:
     dataset, pack = pack_and_dataset(opts)
     examples, dev, no_dev = selection.hold_out(dataset, opts.split, positive_pairs(dataset, opts.split),
                                                opts.dev_fraction, opts.dev_max_queries, opts.seed)
-    if dev and opts.eval_steps and opts.save_steps != opts.eval_steps:
-        raise BeirxError(f"--eval-steps {opts.eval_steps}: with a dev slice every checkpoint is evaluated, so "
-                         "validation follows --save-steps; pass --save-steps instead (or --dev-fraction 0)")
+    if dev and opts.eval_steps and opts.save_steps and opts.save_steps != opts.eval_steps:
+        raise BeirxError(f"--eval-steps {opts.eval_steps} and --save-steps {opts.save_steps}: with a dev slice every "
+                         "validation is a checkpoint evaluated on it, so give one of them (or --dev-fraction 0)")
     queries = query_texts(dataset, examples)
     description, dropped = None, 0
     miner = BM25Miner(dataset, pack, show_progress) if opts.hard_negatives == "bm25" or opts.eval_split else None
@@ -196,12 +196,15 @@ def dev_scorer(kind: str, data: TrainingData, base: ModelFiles, opts: TrainOptio
 
 
 def checkpoint_spacing(opts: TrainOptions, rows: int, device: str) -> int:
-    """Steps between checkpoints: ``--save-steps``; else, with a dev slice, about a quarter of the run
-    (:data:`~beirx.train.selection.CHECKPOINTS` evaluations), at most :data:`SAVE_STEPS`."""
+    """Steps between checkpoints: ``--save-steps``; else, with a dev slice, ``--eval-steps`` (every validation is a
+    checkpoint) or about a quarter of the run (:data:`~beirx.train.selection.CHECKPOINTS` evaluations), at most
+    :data:`SAVE_STEPS`."""
     if opts.save_steps:
         return opts.save_steps
     if not opts.dev_fraction:
         return SAVE_STEPS
+    if opts.eval_steps:
+        return opts.eval_steps
     processes = int(os.environ.get("WORLD_SIZE", "1"))
     if device == "cuda" and processes == 1:
         import torch
