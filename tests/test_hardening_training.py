@@ -164,8 +164,8 @@ def test_evaluate_on_a_split_without_judgements_is_refused_before_training(tiny,
     (tiny / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t0\n", encoding="utf-8")
     code = _train(tiny, tiny_st, tmp_path / "out", "--evaluate", "dev")
     _refused_before_training(code, tmp_path / "out", capsys.readouterr().err,
-                             f"--evaluate dev: {tiny / 'qrels' / 'dev.tsv'} has no positive judgement of a query with a "
-                             "text (1 queries judged): nothing to evaluate on")
+                             f"--evaluate dev: {tiny / 'qrels' / 'dev.tsv'} has no positive judgement of a query "
+                             "with a text (judged queries: 1): nothing to evaluate on")
 
 
 def test_an_evaluation_folder_that_is_a_file_is_refused_before_training(tiny, tiny_st, tmp_path, capsys):

@@ -56,7 +56,8 @@ def dev_eval(data, dev_ids, flags, out) -> ResultsDocument:
     """``beirx eval`` on the held-out queries: their judgements written as a split of a copy of the dataset."""
     copy = out.parent / (out.name + "-data")
     shutil.copytree(data, copy)
-    rows = [line for line in (data / "qrels" / "train.tsv").read_text().splitlines()[1:] if line.split("\t")[0] in dev_ids]
+    rows = [line for line in (data / "qrels" / "train.tsv").read_text().splitlines()[1:]
+            if line.split("\t")[0] in dev_ids]
     (copy / "qrels" / "heldout.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows) + "\n")
     assert main(["eval", "--dataset", str(copy), "--split", "heldout", *flags, "--device", "cpu", "--output", str(out),
                  "--no-progress"]) == 0

@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=output_dir, required=True,
                         help="folder for the BEIR training split (corpus, queries, qrels, generation.json)")
     parser.add_argument("--split", default="train", help="name of the qrels split written (default train)")
-    parser.add_argument("--batch-size", type=positive_int, default=16, help="documents per generation batch (default 16)")
+    parser.add_argument("--batch-size", type=positive_int, default=16,
+                        help="documents per generation batch (default 16)")
     parser.add_argument("--max-length", type=positive_int, default=64, help="query tokens at most (default 64)")
     parser.add_argument("--doc-max-length", type=positive_int, default=350, help="document tokens read (default 350)")
     parser.add_argument("--top-p", type=top_p, default=0.95, help="nucleus sampling p (default 0.95, BEIR GenQ)")

@@ -30,10 +30,14 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--model", required=True, help="base model: local folder or Hub id")
     parser.add_argument("--output", type=output_dir, required=True, help="folder for the trained model and its card")
     parser.add_argument("--epochs", type=non_negative_float, default=1.0, help="epochs (default 1)")
-    parser.add_argument("--max-steps", type=max_steps, default=-1, help="stop after this many steps (overrides --epochs)")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="examples per batch and device (default 32)")
-    parser.add_argument("--learning-rate", "--lr", type=positive_float, default=2e-5, help="peak learning rate (default 2e-5)")
-    parser.add_argument("--warmup-ratio", type=warmup_ratio, default=0.1, help="linear warm-up share of steps (default 0.1)")
+    parser.add_argument("--max-steps", type=max_steps, default=-1,
+                        help="stop after this many steps (overrides --epochs)")
+    parser.add_argument("--batch-size", type=positive_int, default=32,
+                        help="examples per batch and device (default 32)")
+    parser.add_argument("--learning-rate", "--lr", type=positive_float, default=2e-5,
+                        help="peak learning rate (default 2e-5)")
+    parser.add_argument("--warmup-ratio", type=warmup_ratio, default=0.1,
+                        help="linear warm-up share of steps (default 0.1)")
     parser.add_argument("--max-seq-length", type=positive_int, default=None,
                         help="tokens per text during training (default: the 99th percentile of the training texts' "
                              "token lengths, capped by the model)")
@@ -62,8 +66,8 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--eval-split", default=None,
                         help="validate on this split (e.g. dev) during training: nDCG@10 on its judged documents "
                              "plus BM25 candidates, logged and written to the card")
-    parser.add_argument("--eval-steps", type=positive_int, default=None, help="validate every N steps (default: at each "
-                                                                     "checkpoint, and always at the end)")
+    parser.add_argument("--eval-steps", type=positive_int, default=None,
+                        help="validate every N steps (default: at each checkpoint, and always at the end)")
     parser.add_argument("--eval-candidates", type=positive_int, default=50,
                         help="BM25 documents pooled per validation query (default 50)")
     parser.add_argument("--evaluate", default=None, metavar="SPLIT",
@@ -82,7 +86,8 @@ def _shared(parser: argparse.ArgumentParser, kind: str) -> None:
     parser.add_argument("--save-steps", type=positive_int, default=None,
                         help=f"checkpoint (and, with a dev slice, evaluate) every N steps (default: about a quarter "
                              f"of the run with a dev slice, at most {SAVE_STEPS}; else {SAVE_STEPS})")
-    parser.add_argument("--logging-steps", type=positive_int, default=10, help="log the loss every N steps (default 10)")
+    parser.add_argument("--logging-steps", type=positive_int, default=10,
+                        help="log the loss every N steps (default 10)")
     parser.add_argument("--device", default=None, help="cpu, or cuda (every visible GPU; default when present)")
     parser.add_argument("--fp16", action="store_true", help="mixed precision (GPU)")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep OUTPUT/checkpoints after training")

@@ -118,7 +118,7 @@ def base_scores(output: Path) -> dict[str, float] | None:
 def save_base(trainer, output: Path, scores: dict[str, float]) -> None:
     """Save the untrained model of ``trainer`` beside the checkpoints, sealed with its dev ``scores``."""
     folder = base_dir(output)
-    trainer.save_model(str(folder))
+    trainer.model.save_pretrained(str(folder), create_model_card=False)
     seal(folder, SEAL, {"step": 0, "dev": scores})
 
 

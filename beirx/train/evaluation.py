@@ -46,7 +46,7 @@ def check_split(dataset: BeirDataset, split: str, flag: str = "--evaluate") -> N
     queries, qrels = dataset.queries_for_split(split)
     if not any(rel > 0 for qid in queries for rel in qrels[qid].values()):
         raise BeirxError(f"{flag} {split}: {path} has no positive judgement of a query with a text "
-                         f"({len(qrels)} queries judged): nothing to evaluate on")
+                         f"(judged queries: {len(qrels)}): nothing to evaluate on")
 
 
 def check_before(kind: str, dataset: BeirDataset, split: str, base: ModelFiles, trained: Path) -> None:
