@@ -122,8 +122,11 @@ def command(surface: str, model: Path, tmp_path: Path, models: dict[str, Path]) 
     if surface.startswith("translate"):
         return ["translate", "--dataset", data, "--lang", "es", "--translator", surface.split()[2], "--model", m,
                 "--no-quality", "--output", out, "--no-progress"]
-    if surface == "quality --judge transformers":
+    if surface.startswith("quality"):
         en, es = translated_pair(tmp_path, ["The cat sleeps.", "Mice hunt."], ["El gato duerme.", "Cazan ratones."])
+        if surface == "quality --encoder":
+            return ["quality", str(es.root), "--source", str(en.root), "--lang", "es", "--encoder", m, "--output",
+                    out, "--no-progress"]
         return ["quality", str(es.root), "--source", str(en.root), "--lang", "es", "--encoder",
                 str(models["bi-encoder"]), "--judge", "transformers", "--judge-model", m, "--output", out,
                 "--no-progress"]
@@ -133,10 +136,12 @@ def command(surface: str, model: Path, tmp_path: Path, models: dict[str, Path]) 
 #: Each command that takes a model folder, and the kind it needs.
 SURFACES = {"train bi-encoder": "bi-encoder", "train cross-encoder": "encoder", "generate-queries": "seq2seq",
             "eval --reranker cross-encoder": "cross-encoder", "eval --reranker monot5": "seq2seq",
-            "eval --reranker llm-pointwise": "causal-lm", "eval --retriever dense": "bi-encoder",
+            "eval --reranker llm-pointwise": "causal-lm", "eval --reranker llm-listwise": "causal-lm",
+            "eval --retriever dense": "bi-encoder",
             "eval --retriever splade": "masked-lm", "subset --cost hf": "seq2seq", "subset --cost hf-llm": "causal-lm",
             "translate --translator hf": "seq2seq", "translate --translator hf-llm": "causal-lm",
-            "quality --judge transformers": "causal-lm"}
+            "translate --translator ctranslate2": "seq2seq", "quality --judge transformers": "causal-lm",
+            "quality --encoder": "bi-encoder"}
 DAMAGES = ("config-type", "truncated", "empty", "no-tokenizer", "wrong-kind")
 
 
@@ -152,6 +157,8 @@ def no_work_done(home: Path, out: Path) -> list[str]:
 def test_a_damaged_or_wrong_model_folder_is_refused_before_any_work(surface, damage, models, tmp_path, beirx_home,
                                                                     capsys):
     kind = SURFACES[surface]
+    if "ctranslate2" in surface:
+        pytest.importorskip("ctranslate2")
     folder, phrase = damaged(models, kind, damage, tmp_path / "models")
     argv = command(surface, folder, tmp_path, models)
     capsys.readouterr()

@@ -14,6 +14,7 @@ distributed data parallel; the CPU with ``--device cpu`` or when there is no GPU
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -90,8 +91,6 @@ def check_output(opts: TrainOptions) -> None:
 
 def identity(kind: str, opts: TrainOptions, base: ModelFiles, checksum: str, lang: str) -> dict[str, Any]:
     """What makes two runs the same run: the checkpoints' record, and what a finished model's card is compared on."""
-    import json
-
     return json.loads(json.dumps({"kind": kind, "base_model": base.name, "base_revision": base.revision,
                                   "dataset_checksum": checksum, "split": opts.split, "language": lang,
                                   **opts.training_parameters()}, default=str))
@@ -306,7 +305,8 @@ def fit(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelF
         if base_scores is None:
             log.info("evaluating the base model on the dev slice (%d queries)", len(data.dev.queries))
             base_scores = score(trainer.model, True)
-            checkpoints.save_base(trainer, opts.output, base_scores)
+            if trainer.is_world_process_zero():  # one copy, however many processes train
+                checkpoints.save_base(trainer, opts.output, base_scores)
         log.info("dev nDCG@10 of the base model: %.4f", base_scores[selection.METRIC])
     resume = checkpoints.last_checkpoint(opts.output)
     if resume:
@@ -336,7 +336,7 @@ def keep_best(trainer, opts: TrainOptions, base_scores: dict[str, float], last_s
     elif kept["step"] != last_step:
         trainer._load_from_checkpoint(str(checkpoints.step_dir(opts.output, kept["step"])))
     line = selection.verdict(points, kept)
-    log.warning(line) if kept["step"] == 0 else log.info(line)
+    log.log(logging.WARNING if kept["step"] == 0 else logging.INFO, line)
     return {"metric": "nDCG@10 on the dev slice", "curve": points, "kept": kept["model"], "kept_step": kept["step"],
             "verdict": line}
 
