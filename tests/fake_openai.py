@@ -3,7 +3,9 @@
 It answers ``POST /v1/chat/completions`` and ``POST /v1/completions`` like vLLM or llama.cpp would, by
 *translating* the source text it finds in the prompt (deterministically: real Apertium, or a word map), and
 lists its model at ``GET /v1/models``. The OpenAI Batch API is there too (``POST /v1/files``, ``POST
-/v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``), finishing a batch after a few polls.
+/v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``), finishing a batch after a few polls;
+``server.batch_faults`` makes its endpoints answer chosen statuses first (``{"upload": [429, 503]}``) and
+``server.batch_requests`` counts their requests.
 
 Faults are injected on chosen requests (``server.faults``: a function of the :class:`Call` returning a
 :data:`FAULTS` name or None): HTTP 429 with ``Retry-After``/``retry-after-ms``, HTTP 500, a hang past the
@@ -282,6 +284,11 @@ class FakeOpenAI:
     down: bool = False  # drop every connection (a crashed server; stop() also sets it)
     batch_api: bool = True  # False: /v1/files and /v1/batches answer 404 (a server without the Batch API)
     batch_outcome: str = "completed"  # or "failed", "expired", "cancelled" (then without an output file)
+    # statuses the Batch API answers, in order, before answering for real: by endpoint ("upload" POST /v1/files,
+    # "create" POST /v1/batches, "poll" GET /v1/batches/{id}, "content" GET /v1/files/{id}/content); a 429 says
+    # Retry-After (and retry-after-ms) as the live path's does
+    batch_faults: dict[str, list[int]] = field(default_factory=dict)
+    batch_requests: Counter[str] = field(default_factory=Counter)  # requests by endpoint, faulty ones included
     echo_key: bool = False  # answer with a header echoing the request's Authorization (as some proxies do)
     calls: list[Call] = field(default_factory=list)
     seen_headers: list[dict[str, str]] = field(default_factory=list)
@@ -414,6 +421,13 @@ class FakeOpenAI:
                                   "top_logprobs": [dict(top)], "text_offset": [0]}
 
     # the Batch API
+    def batch_fault(self, endpoint: str) -> int | None:
+        """Count a request to ``endpoint`` and return the status to answer it with instead, if one is due."""
+        with self._lock:
+            self.batch_requests[endpoint] += 1
+            due = self.batch_faults.get(endpoint)
+            return due.pop(0) if due else None
+
     def upload(self, raw: bytes, content_type: str) -> dict[str, Any]:
         message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
             b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
@@ -532,6 +546,16 @@ def _handler(server: FakeOpenAI):
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (a hang past its timeout)
                 self.close_connection = True
 
+        def _batch_fault(self, endpoint: str) -> bool:
+            """Answer with the fault due at this Batch API ``endpoint``, if any (True when one was sent)."""
+            status = server.batch_fault(endpoint)
+            if status is None:
+                return False
+            headers = {"Retry-After": "1", "retry-after-ms": str(server.retry_after_ms)} if status == 429 else {}
+            self._send(status, _error(f"injected HTTP {status}", "rate_limit_exceeded" if status == 429 else
+                                      "server_error"), headers)
+            return True
+
         def _echo(self) -> dict[str, str]:
             return {"X-Echo-Authorization": self.headers.get("Authorization", "")} if server.echo_key else {}
 
@@ -553,10 +577,10 @@ def _handler(server: FakeOpenAI):
                                                                     "owned_by": "fake"}]})
             match = re.fullmatch(r"/v1/batches/([\w-]+)", path)
             if match:
-                return self._send(*server.poll_batch(match.group(1)))
+                return self._batch_fault("poll") or self._send(*server.poll_batch(match.group(1)))
             match = re.fullmatch(r"/v1/files/([\w-]+)/content", path)
             if match and match.group(1) in server._files:
-                return self._send(200, None, raw=server._files[match.group(1)])
+                return self._batch_fault("content") or self._send(200, None, raw=server._files[match.group(1)])
             self._send(404, _error(f"unknown path {path}", "not_found"))
 
         def do_POST(self):
@@ -571,10 +595,11 @@ def _handler(server: FakeOpenAI):
             if not server.batch_api and path in ("/v1/files", "/v1/batches"):
                 return self._send(404, {"detail": "Not Found"})
             if path == "/v1/files":
-                return self._send(200, server.upload(raw, self.headers.get("Content-Type", "")))
+                return self._batch_fault("upload") or self._send(200, server.upload(raw, self.headers.get("Content-Type",
+                                                                                                        "")))
             body = json.loads(raw or b"{}")
             if path == "/v1/batches":
-                return self._send(*server.create_batch(body))
+                return self._batch_fault("create") or self._send(*server.create_batch(body))
             kind = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}.get(path)
             if kind is None:
                 return self._send(404, _error(f"unknown path {path}", "not_found"))

@@ -11,6 +11,7 @@ import pytest
 
 from beirx.cli import main
 from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES
+from extras import needs
 
 CORPUS = TINY_CORPUS
 QUERIES = TINY_QUERIES[:3]  # the judged ones
@@ -60,7 +61,7 @@ def build_tiny_st(folder: Path, words: list[str] | None = None, seed: int = 7, m
 @pytest.fixture(scope="session")
 def tiny_st(tmp_path_factory) -> Path:
     """:func:`build_tiny_st`, once per session (import it into a test module to use it)."""
-    pytest.importorskip("sentence_transformers")
+    needs("sentence_transformers", "neural")
     return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 

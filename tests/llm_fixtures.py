@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from extras import needs
 from fake_openai import FakeOpenAI, apertium
 from local_processes import free_port, stop
 
@@ -42,6 +43,7 @@ def apertium_en_es():
 
 @pytest.fixture
 def fake_llm_factory(apertium_en_es):
+    needs("openai", "llm")  # beirx talks to the server through the openai package
     started: list[FakeOpenAI] = []
 
     def start(**options) -> FakeOpenAI:
@@ -83,6 +85,7 @@ class LlamaServer:
 
 @pytest.fixture(scope="session")
 def llama_server(gemma_gguf, tmp_path_factory) -> LlamaServer:
+    needs("openai", "llm")
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         pytest.skip("llama-cpp-python[server] is not installed (pip install "
                     "'../shared/wheels/llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl[server]')")
@@ -124,7 +127,7 @@ def _wait_ready(process: subprocess.Popen, server: LlamaServer) -> None:
 @pytest.fixture(scope="session")
 def tiny_causal_lm(tmp_path_factory) -> Path:
     """A random-weight causal LM with a chat template (tiny_models.build_tiny_causal_lm), built once."""
-    pytest.importorskip("transformers")
+    needs("transformers", "neural")
     from tiny_models import build_tiny_causal_lm
 
     lines = ["The cat sleeps on the warm roof.", "Vaccines reduce the risk of severe disease in children.",

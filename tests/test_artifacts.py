@@ -23,6 +23,7 @@ from beirx.errors import DataError
 from beirx.evaluate.metrics import evaluate
 from beirx.evaluate.outputs import build_results
 from beirx.language_packs import get_pack
+from extras import needs
 
 REPO_DOCS = BEFORE_V2.parents[2] / "docs" / "schema.md"
 
@@ -199,7 +200,7 @@ def test_old_manifest_and_quality_report_load():
 
     raw = _raw("quality.json")
     report = QualityReport.load(BEFORE_V2 / "quality.json")
-    assert report.schema_version == "beirx.quality/5" and report.per_query_similarity == {}
+    assert report.schema_version == "beirx.quality/6" and report.per_query_similarity == {}
     queries = report.fields["queries"]
     assert queries.similarity.mean == raw["fields"]["queries"]["similarity"]["mean"]
     assert queries.similarity.histogram.counts == raw["fields"]["queries"]["similarity"]["histogram"]["counts"]
@@ -216,7 +217,7 @@ def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
     assert raw["schema_version"] == "beirx.quality/2"
     report = QualityReport.load(BEFORE_V3 / "quality.json")
-    assert report.schema_version == "beirx.quality/5"
+    assert report.schema_version == "beirx.quality/6"
     assert report.per_query_similarity == raw["per_query_similarity"] and len(report.per_query_similarity) == 4
     assert list(report.methods) == ["checks", "similarity", "roundtrip"]
     assert report.methods["similarity"].description == raw["encoder"] == report.encoder
@@ -254,7 +255,7 @@ def test_format_3_quality_report_keeps_its_inline_rows(tmp_path):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "quality.json").write_text(json.dumps(old), encoding="utf-8")
     report = QualityReport.load(tmp_path / "old" / "quality.json")
-    assert report.schema_version == "beirx.quality/5" and report.per_query_similarity == {"q1": 0.9, "q2": 0.5}
+    assert report.schema_version == "beirx.quality/6" and report.per_query_similarity == {"q1": 0.9, "q2": 0.5}
     assert list(report.rows()) == [
         {"field": "queries", "id": "q1", "flags": [], "rank": 1.0, "scores": {"similarity": 0.9}},
         {"field": "queries", "id": "q2", "flags": [], "rank": 0.0, "scores": {"similarity": 0.5}},
@@ -316,7 +317,7 @@ def test_build_results_records_a_cross_lingual_pair_and_given_labels(tiny_datase
 
 @pytest.mark.parametrize("name", sorted(ARTIFACTS))
 def test_schema_command_prints_a_valid_json_schema(name, capsys):
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = needs("jsonschema", "dev")
     assert main(["schema", name]) == 0
     schema = json.loads(capsys.readouterr().out)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -419,14 +420,15 @@ def test_integers_in_float_fields_load_as_floats():
 def test_reading_one_field_of_the_sidecar_stops_after_its_rows(tmp_path):
     """The sidecar holds each field's rows together, so the queries' rows (written first) are read without the
     corpus lines after them: a damaged corpus line is never reached, and asking for the corpus finds it."""
-    from beirx.artifacts import quality_rows
+    from beirx.artifacts import quality_rows, quality_sidecar
 
-    path = tmp_path / quality_rows.FILENAME
+    path = tmp_path / quality_sidecar.FILENAME
     rows = [quality_rows.record("queries", f"q{i}", [], None, {"similarity": 0.5}) for i in range(3)]
     rows += [quality_rows.record("corpus", f"d{i}", [], None, {"similarity": 0.9}) for i in range(2)]
-    quality_rows.write(path, rows)
+    digest = quality_sidecar.write(path, rows)
+    assert (digest.rows, digest.fields["queries"].rows, digest.fields["corpus"].rows) == (5, 3, 2)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write("{not json\n")
-    assert [r["id"] for r in quality_rows.read_fields(path, ["queries"])] == ["q0", "q1", "q2"]
+    assert [r["id"] for r in quality_sidecar.read(path, digest, ["queries"])] == ["q0", "q1", "q2"]
     with pytest.raises(DataError, match=r":6: not valid JSON"):
-        list(quality_rows.read_fields(path, ["corpus"]))
+        list(quality_sidecar.read(path, digest, ["corpus"]))

@@ -6,7 +6,7 @@ import pytest
 
 from beirx.data.records import Query
 from beirx.evaluate.retrievers.bm25 import BM25Retriever, top_k
-from tests.bm25_reference import WhitespacePack, lucene_bm25
+from bm25_reference import WhitespacePack, lucene_bm25
 
 
 def test_flat_scores_match_lucene_formula(fields_dataset):
@@ -77,7 +77,7 @@ def test_index_is_cached_and_keyed_by_parameters(fields_dataset, beirx_home):
 def long_dataset(tmp_path):
     """Documents long enough for the one-byte norm to round their lengths (worked out by hand below)."""
     from beirx.data.dataset import BeirDataset
-    from tests.conftest import write_beir
+    from conftest import write_beir
 
     corpus = [
         {"_id": "a", "title": "apple pie", "text": "apple" + " x" * 99},      # text 100 tokens, flat 102

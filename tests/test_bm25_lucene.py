@@ -18,9 +18,9 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.evaluate.retrievers.bm25 import BM25Retriever
 from beirx.evaluate.retrievers.length_norms import byte4_to_int, int_to_byte4
-from tests.bm25_reference import WhitespacePack
-from tests.conftest import write_beir
-from tests.lucene_java import JavaHarness, skip_reason
+from bm25_reference import WhitespacePack
+from conftest import write_beir
+from lucene_java import JavaHarness, skip_reason
 
 HARNESS = Path(__file__).resolve().parents[1] / "tools" / "lucene_bm25" / "LuceneBM25.java"
 JAR_PREFIXES = ("lucene-core-8", "lucene-analyzers-common-8")

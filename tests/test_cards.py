@@ -37,9 +37,9 @@ def _info(**changes) -> dict:
 CASES = {
     "translated": _info(),
     "untranslated": _info(name="scifact", lang="en", title="SciFact", license="cc-by-sa-4.0", task="Other",
-                          ignore_identical_ids=None, quality={}, provenance={"translator": None, "source_dataset": None},
+                          ignore_identical_ids=None, quality=None, provenance={"translator": None, "source_dataset": None},
                           verification=Verification("found", "the source dataset's own text")),
-    "no-quality-no-source": _info(license=None, source_id=None, quality={},
+    "no-quality-no-source": _info(license=None, source_id=None, quality=None,
                                   provenance={"translator": "apertium", "source_dataset": None},
                                   verification=Verification("machine-translated", "no review",
                                                             {"reviewed items": 10, "alpha": 0.41})),

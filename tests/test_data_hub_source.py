@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyarrow")
+from extras import needs
+
+needs("pyarrow", "hub")
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -147,7 +149,7 @@ def test_missing_qrels_repository_is_named(tmp_path):
 
 
 def test_offline_without_cache_says_so(monkeypatch):
-    pytest.importorskip("huggingface_hub")
+    needs("huggingface_hub", "hub")
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)

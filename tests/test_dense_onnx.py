@@ -16,9 +16,10 @@ import pytest
 
 from beirx.errors import BeirxError, MissingExtraError
 from beirx.evaluate.retrievers.dense import DenseRetriever
+from extras import needs
 
-pytest.importorskip("onnxruntime")
-pytest.importorskip("sentence_transformers")
+needs("onnxruntime", "onnx")
+needs("sentence_transformers", "neural")
 
 
 class Pack:

@@ -9,6 +9,7 @@ import pytest
 
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
 from beirx.evaluate.knn import exact_search, id_tie_ranks
+from extras import needs
 
 
 def brute_force(queries, corpus, k, doc_ids):
@@ -87,7 +88,7 @@ def test_interrupted_encoding_resumes_and_publishes_only_when_complete(tmp_path)
 
 
 def test_faiss_search_equals_exact_search():
-    pytest.importorskip("faiss")
+    needs("faiss", "faiss")
     from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
 
     rng = np.random.default_rng(5)

@@ -18,6 +18,7 @@ from beirx.evaluate.retrievers import RETRIEVERS, es_bodies
 from beirx.evaluate.retrievers import elasticsearch as es_retriever
 from beirx.evaluate.retrievers.es_cluster import auth_headers, connect, error_reason, redact_url
 from beirx.language_packs import get_pack
+from extras import needs
 
 PACKS = ["pl", "en", "es", "de", "xx"]  # "xx": an unknown code gets the generic pack
 
@@ -192,6 +193,7 @@ class _Fake(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_server():
+    needs("elasticsearch", "es")  # beirx speaks to it through the client
     servers = []
 
     def start(root: dict, status: int = 200, reject_compat: bool = False):
@@ -251,5 +253,6 @@ def test_something_that_is_not_elasticsearch_is_named(fake_server):
 
 
 def test_unreachable_cluster_is_a_clear_error():
+    needs("elasticsearch", "es")
     with pytest.raises(BeirxError, match="cannot reach Elasticsearch at http://127.0.0.1:9"):
         connect("http://127.0.0.1:9", timeout=2)

@@ -26,9 +26,11 @@ from beirx.evaluate.retrievers.elasticsearch import ElasticsearchRetriever
 from beirx.evaluate.runs import ranked
 from beirx.language_packs import get_pack
 from elasticsearch_server import noida_binary, noida_elasticsearch
-from tests.bm25_reference import WhitespacePack, lucene_bm25
-from tests.conftest import write_beir
+from bm25_reference import WhitespacePack, lucene_bm25
+from conftest import write_beir
+from extras import needs
 
+needs("elasticsearch", "es")  # every test here talks to a cluster through the client
 
 NOIDA_URLS: set[str] = set()
 
@@ -298,7 +300,7 @@ def test_experiment_and_cli_write_results_with_provenance(es_url, prefix, tmp_pa
 
 def test_opensearch_client_path(es_url, prefix, tiny_dataset):
     """The opensearch-py adapter (used when GET / reports OpenSearch) against the same REST API."""
-    pytest.importorskip("opensearchpy")
+    needs("opensearchpy", "es")
     pack, dataset = get_pack("en"), BeirDataset(tiny_dataset)
     reference = make(pack, es_url, prefix, analysis="client")
     reference.index(dataset)

@@ -13,7 +13,7 @@ from beirx.data.language_pair import LanguagePair
 from beirx.evaluate.plan import plan_from_config
 from beirx.evaluate.runner import run_plan
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
-from tests.conftest import write_beir
+from conftest import write_beir
 
 POLISH_QUERIES = [{"_id": "q1", "text": "które zwierzęta polują na myszy"},
                   {"_id": "q2", "text": "największe zwierzę w oceanie"},

@@ -19,8 +19,9 @@ from beirx.evaluate.run_cache import RunCache
 from beirx.evaluate.rerankers.score_cache import PairScoreCache
 from beirx.translate.backends.base import Translator
 from beirx.translate.memory import TranslationMemory
-from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
+from conftest import write_beir
+from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
+from extras import needs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -289,7 +290,7 @@ def _modes(root: Path) -> tuple[set[int], set[int]]:
 
 @pytest.mark.parametrize("umask,file_mode,dir_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)])
 def test_created_files_honour_the_umask(ds, tmp_path, beirx_home, umask, file_mode, dir_mode):
-    pytest.importorskip("pyarrow")
+    needs("pyarrow", "hub")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.hub import export_dataset
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from beirx.cli import main
-from tests.conftest import write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, eval_cli, small_fs_runner, tiny_st  # noqa: F401 (a fixture)
+from conftest import write_beir
+from hardening_helpers import CORPUS, QRELS, QUERIES, eval_cli, small_fs_runner, tiny_st  # noqa: F401 (a fixture)
 
 HERE = Path(__file__).resolve().parent
 APERTIUM = pytest.mark.skipif(shutil.which("apertium") is None, reason="the apertium engine is not installed")

@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from beirx.cli import main
-from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
+from conftest import write_beir
+from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from beirx.cli import main
 from beirx.path_problems import link_problem
-from tests.conftest import write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES
+from conftest import write_beir
+from hardening_helpers import CORPUS, QRELS, QUERIES
 
 LOOP = "is a symbolic link that loops back to itself"
 NOWHERE = "which does not exist"

@@ -23,6 +23,7 @@ from beirx.models.llm import Endpoint, EndpointDown, LLMClient, LLMError, Reply,
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.translate.llm.validate import Validator
 from conftest import REPO, write_beir
+from extras import needs
 from fake_openai import MALFORMED, FakeOpenAI, on_source, word_map
 
 KEY = "sk-hostile-SECRET-7f3a"
@@ -45,7 +46,12 @@ def source(tmp_path) -> Path:
 
 
 @pytest.fixture
-def server():
+def openai():
+    return needs("openai", "llm")
+
+
+@pytest.fixture
+def server(openai):
     with FakeOpenAI(translate=word_map()) as fake:
         yield fake
 
@@ -79,7 +85,7 @@ OUTPUT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "translation_
 
 
 # -- 1. transient faults never become final rows ---------------------------------------------------------------
-def test_dropped_answers_leave_units_pending_and_a_rerun_equals_a_clean_run(source, tmp_path, capsys):
+def test_dropped_answers_leave_units_pending_and_a_rerun_equals_a_clean_run(source, tmp_path, capsys, openai):
     clean = FakeOpenAI(translate=word_map()).start()
     try:
         assert translate(source, clean, tmp_path / "clean") == 0
@@ -210,8 +216,8 @@ def test_a_refused_key_stops_the_run_at_the_first_answer(source, tmp_path, capsy
     assert translate(source, server, tmp_path / "out", "--concurrency", "3") == 2
     err = error(capsys)
     assert "HTTP 401 (Incorrect API key provided)" in err and KEY not in err
-    assert len(server.calls) <= 3 if server.calls else True
-    assert len(server.seen_headers) <= 3  # only the requests already in flight when the first 401 came
+    assert server.calls == []  # every request was refused at the key check: none reached the model
+    assert 1 <= len(server.seen_headers) <= 3  # only the requests already in flight when the first 401 came
 
 
 # -- 4. validation rejects additions -----------------------------------------------------------------------------
@@ -303,7 +309,7 @@ def test_verbose_logs_never_show_the_key_even_when_the_server_echoes_it(source, 
                            str(tmp_path / "out"), "--no-quality", "--memory", str(tmp_path / "tm.sqlite"),
                            "--no-progress"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert all(h["authorization"] == f"Bearer {KEY}" for h in server.seen_headers)
+    assert server.seen_headers and all(h["authorization"] == f"Bearer {KEY}" for h in server.seen_headers)
     logs = done.stdout + done.stderr
     assert "x-echo-authorization" in logs.lower() and "Bearer ***" in logs  # the header was logged ...
     assert KEY not in logs  # ... without the key
@@ -385,3 +391,94 @@ def test_a_round_trip_closes_its_back_translator(server):
     assert [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
     method.close()
     assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+
+
+# -- advice that fits where the numbers came from ---------------------------------------------------------------
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_log_probability_from_a_server_names_the_server_not_a_dtype(server, value):
+    from beirx.data.records import Doc, Query
+    from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
+    from beirx.models.llm import LLMAnswerError
+
+    server.next_tokens = lambda call: {" yes": value, "The": -2.0}
+    reranker = LLMPointwiseReranker(server.model, base_url=server.url, use_cache=False, show_progress=False)
+    with pytest.raises(LLMAnswerError) as found:
+        reranker.score(Query("q", "a query"), [Doc("d", "Cats purr.")])
+    message = str(found.value)
+    assert f"LLM server {server.url} (model fake-llm) returned a log-probability that is not a finite number " \
+           f"({value}) for the token ' yes'" in message
+    assert "a fault of the server: rerun to retry, or use another server" in message
+    assert "half precision" not in message and "dtype" not in message
+
+
+def test_the_cli_says_it_in_one_line_with_exit_2(source, tmp_path, capsys, server):
+    server.next_tokens = lambda call: {" yes": float("nan"), "The": -2.0}
+    assert main(["eval", "--dataset", str(source), "--reranker", "llm-pointwise", "--reranker-model", "fake-llm",
+                 "--llm-base-url", server.url, "--output", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = error(capsys)
+    assert f"LLM server {server.url} (model fake-llm) returned a log-probability that is not a finite number (nan)" \
+        in err and "dtype" not in err
+
+
+@pytest.mark.parametrize("dtype,advice", [("float16", "a numerical overflow in float16? rerun with dtype='float32'"),
+                                          ("float32", "the model's output is not a number (its weights?)")])
+def test_a_non_finite_score_in_process_gets_advice_for_its_dtype(dtype, advice):
+    """The same reranker code with the model in this process: half precision can overflow, float32 cannot."""
+    from beirx.data.records import Doc, Query
+    from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
+    from beirx.errors import BeirxError
+
+    class InProcess:  # an LLM in this process whose next-token log-probabilities overflowed
+        backend, device = "transformers", "cpu"
+
+        def describe(self):
+            return {"backend": "transformers", "model": "tiny", "dtype": dtype, "device": "cpu"}
+
+        def label_logprobs(self, requests, labels):
+            return [{name: float("nan") for name in labels} for _ in requests]
+
+        def fit(self, build, text, limit):
+            return build(text), False
+
+        def close(self):
+            pass
+
+    reranker = LLMPointwiseReranker("tiny", llm=InProcess(), use_cache=False, show_progress=False)
+    with pytest.raises(BeirxError, match=re.escape(f"llm-pointwise produced a score that is not a finite number "
+                                                   f"(nan): {advice}")):
+        reranker.score(Query("q", "a query"), [Doc("d", "Cats purr.")])
+
+
+# -- the Batch API retries as the live path does ------------------------------------------------------------------
+def _batch_run(source: Path, server: FakeOpenAI, out: Path) -> int:
+    server.batch_polls = 1
+    return translate(source, server, out, "--batch", "--batch-poll", "0.01")
+
+
+def test_the_batch_api_retries_429_and_5xx_on_upload_create_polls_and_downloads(source, tmp_path, capsys, openai):
+    """The same run, once clean and once with 429 (Retry-After) and 5xx answers at every Batch API endpoint: the
+    faulty run makes exactly one more request per injected fault and writes the same dataset."""
+    with FakeOpenAI(translate=word_map()) as clean, FakeOpenAI(translate=word_map()) as faulty:
+        assert _batch_run(source, clean, tmp_path / "clean") == 0
+        faulty.batch_faults = {"upload": [429, 503], "create": [502], "poll": [503, 429], "content": [500]}
+        assert _batch_run(source, faulty, tmp_path / "faulty") == 0, error(capsys)
+        injected = {"upload": 2, "create": 1, "poll": 2, "content": 1}
+        assert {k: faulty.batch_requests[k] - clean.batch_requests[k] for k in injected} == injected
+        assert all(clean.batch_requests[k] >= 1 for k in injected) and not any(faulty.batch_faults.values())
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        assert (tmp_path / "faulty" / name).read_bytes() == (tmp_path / "clean" / name).read_bytes()
+
+
+def test_a_batch_upload_refused_for_good_is_not_retried(source, tmp_path, capsys, server):
+    server.batch_faults = {"upload": [400]}
+    assert _batch_run(source, server, tmp_path / "out") == 2
+    assert "Batch API request failed with HTTP 400" in error(capsys)
+    assert server.batch_requests["upload"] == 1
+
+
+def test_a_batch_endpoint_failing_every_attempt_stops_after_the_retries(source, tmp_path, capsys, server):
+    server.batch_faults = {"poll": [503] * 50}
+    assert _batch_run(source, server, tmp_path / "out") == 2
+    err = error(capsys)
+    assert f"LLM server {server.url} (model fake-llm)" in err and "HTTP 503" in err
+    assert 2 <= server.batch_requests["poll"] < 50  # retried, then given up (rerunning resumes the batch)

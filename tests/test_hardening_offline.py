@@ -19,10 +19,11 @@ import pytest
 
 from beirx.cli import main
 from beirx.network import HUB_OFFLINE_HINT, is_network_error, reason
-from tests.conftest import REPO, write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, closed_port
+from conftest import REPO, write_beir
+from hardening_helpers import CORPUS, QRELS, QUERIES, closed_port
+from extras import needs
 
-hub = pytest.importorskip("huggingface_hub")
+hub = needs("huggingface_hub", "hub")
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def ds(tmp_path):
 
 
 def _httpx2(cls_name: str, message: str):
-    httpx2 = pytest.importorskip("httpx2")
+    httpx2 = needs("httpx2", "hub")
     return getattr(httpx2, cls_name)(message)
 
 
@@ -69,6 +70,7 @@ FAMILIES = {
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_every_exception_family_of_a_hub_call_ends_in_the_offline_hint(ds, tmp_path, monkeypatch, capsys, family):
+    needs("mteb", "mteb")  # through beirx mteb task
     make, why = FAMILIES[family]
 
     def dataset_info(self, repo_id, **kw):
@@ -86,6 +88,7 @@ def test_every_exception_family_of_a_hub_call_ends_in_the_offline_hint(ds, tmp_p
 
 
 def test_the_installed_hub_client_offline_for_real(ds, tmp_path, monkeypatch, capsys):
+    needs("mteb", "mteb")  # through beirx mteb task
     """No mock: huggingface_hub's own client against a closed port raises whatever it raises today."""
     monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", False)
     code = main(["mteb", "task", str(ds), "--repo", "org/name", "--endpoint", f"http://127.0.0.1:{closed_port()}",
@@ -117,6 +120,7 @@ def test_a_hub_model_offline_names_what_to_pass(ds, tmp_path, capsys):
 
 @pytest.mark.skipif(shutil.which("apertium") is None, reason="the apertium engine is not installed")
 def test_default_quality_encoder_offline_is_one_line(ds, tmp_path, capsys, caplog):
+    needs("sentence_transformers", "neural")  # the quality encoder's loader
     out = tmp_path / "es"
     assert main(["translate", "--dataset", str(ds), "--lang", "es", "--translator", "apertium",
                  "--output", str(out)]) == 0  # the translation is kept
@@ -134,7 +138,7 @@ def test_default_quality_encoder_offline_is_one_line(ds, tmp_path, capsys, caplo
 # -- other libraries' log noise: a real process, its real stderr ------------------------------------------------
 @pytest.mark.parametrize("verbose", [False, True])
 def test_unreachable_server_is_one_beirx_line_unless_verbose(ds, tmp_path, verbose):
-    pytest.importorskip("elasticsearch")
+    needs("elasticsearch", "es")
     argv = [sys.executable, "-m", "beirx", *(["-v"] if verbose else []), "eval", "--dataset", str(ds),
             "--retriever", "elasticsearch", "--es-url", f"http://127.0.0.1:{closed_port()}", "--output",
             str(tmp_path / "o")]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from beirx.cli import main
-from tests.conftest import write_beir
-from tests.hardening_helpers import CORPUS, QRELS, QUERIES, closed_port, eval_cli
+from conftest import write_beir
+from hardening_helpers import CORPUS, QRELS, QUERIES, closed_port, eval_cli
+from extras import needs
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def test_unknown_translator_option_lists_the_valid_ones(ds, tmp_path, capsys):
 
 @pytest.fixture
 def stub(monkeypatch):
-    from tests.test_translate_api import StubApi
+    from test_translate_api import StubApi
 
     for name in ("DEEPL_AUTH_KEY", "DEEPL_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -165,7 +166,7 @@ def test_repetition_flag(source, translation, flagged):
 
 # -- validate hf: ----------------------------------------------------------------------------------
 def test_validate_accepts_hf_specs(ds, tmp_path, capsys):
-    pytest.importorskip("pyarrow")
+    needs("pyarrow", "hub")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.hub import export_dataset
 

@@ -16,9 +16,9 @@ import pytest
 from beirx.cache_integrity import ProgressJournal, digest_bytes
 from beirx.cli import main
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
-from tests.conftest import write_beir
-from tests.hardening_helpers import eval_cli, tiny_st  # noqa: F401 (a fixture)
-from tests.test_splade import tiny_splade  # noqa: F401 (a fixture)
+from conftest import write_beir
+from hardening_helpers import eval_cli, tiny_st  # noqa: F401 (a fixture)
+from test_splade import tiny_splade  # noqa: F401 (a fixture)
 
 
 def _claimed(caplog) -> bool:
@@ -154,8 +154,8 @@ def test_splade_killed_after_its_encoding_never_encodes_again(tiny_splade, tmp_p
     from beirx.evaluate.retrievers import sparse_index
     from beirx.evaluate.retrievers.splade import SpladeRetriever
     from beirx.models.splade import SpladeEncoder
-    from tests.test_dense import Pack
-    from tests.test_splade import QUERIES, WORDS
+    from test_dense import Pack
+    from test_splade import QUERIES, WORDS
 
     docs = [{"_id": f"doc{i:02d}", "title": "", "text": " ".join(WORDS[j % 4] for j in range(i % 7 + 1))}
             for i in range(24)]

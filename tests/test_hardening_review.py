@@ -36,9 +36,10 @@ from beirx.cli import main
 from beirx.data.dataset import BeirDataset
 from beirx.review import security
 from beirx.review.store import ReviewStore
+from extras import needs
 
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
+needs("fastapi", "review")
+needs("uvicorn", "review")
 
 SAMPLE = 6
 HEADERS = ("Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "Cache-Control")
@@ -450,7 +451,7 @@ def test_verified_only_while_the_data_is_what_was_reviewed_or_applied(tmp_path):
     stale = label()
     assert stale.sample_creation == verification.MACHINE
     assert stale.reason == "the data changed since the human review's corrections were applied"
-    pytest.importorskip("pyarrow")
+    needs("pyarrow", "hub")
     from beirx.data.front_matter import read_front_matter
     from beirx.publish.hub import export_dataset
 

@@ -16,8 +16,9 @@ from beirx.data.language import dataset_language
 from beirx.errors import BeirxError
 from beirx.evaluate.specs import SystemSpec
 from beirx.redact import redact_text, redact_url
-from tests.conftest import write_beir
-from tests.hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
+from conftest import write_beir
+from extras import needs
+from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of
 
 
 @pytest.fixture
@@ -105,7 +106,9 @@ def _grep_tree(root: Path, secrets) -> list[str]:
 
 
 def test_secret_grep_eval_translate_publish(ds, tmp_path, beirx_home, monkeypatch, capsys, caplog):
-    from tests.test_translate_api import StubApi
+    needs("elasticsearch", "es")
+    needs("pyarrow", "hub")  # publish writes parquet
+    from test_translate_api import StubApi
 
     secrets = (URL_SECRET, ENV_SECRET, KEY_SECRET, TOKEN_SECRET)
     monkeypatch.setenv("BEIRX_ES_USER", "elastic")
@@ -145,6 +148,7 @@ def test_secret_grep_eval_translate_publish(ds, tmp_path, beirx_home, monkeypatc
 
 
 def test_secret_grep_with_a_real_elasticsearch_server(ds, tmp_path, beirx_home, capsys, caplog, monkeypatch):
+    needs("elasticsearch", "es")
     from elasticsearch_server import noida_binary, noida_elasticsearch
 
     if noida_binary() is None:
@@ -251,6 +255,8 @@ def test_task_source_embeds_user_strings_as_literals(field, evil, tmp_path, monk
 
 @pytest.mark.parametrize("evil", EVIL + ["A" * 101, "ok name", "../x"])
 def test_task_name_is_validated(ds, evil, tmp_path, capsys):
+    needs("mteb", "mteb")
+    needs("pyarrow", "hub")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.mteb_task import build_spec
 
@@ -259,7 +265,7 @@ def test_task_name_is_validated(ds, evil, tmp_path, capsys):
 
 
 def test_write_task_file_never_executes_code(ds, tmp_path, monkeypatch):
-    pytest.importorskip("mteb")
+    needs("mteb", "mteb")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.mteb_task import build_spec, write_task_file
 
@@ -276,7 +282,7 @@ def test_write_task_file_never_executes_code(ds, tmp_path, monkeypatch):
 
 
 def test_local_hub_copy_states_its_language_in_the_card(ds, tmp_path):
-    pytest.importorskip("pyarrow")
+    needs("pyarrow", "hub")
     from beirx.data.dataset import BeirDataset
     from beirx.publish.hub import export_dataset
 

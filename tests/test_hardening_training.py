@@ -21,8 +21,9 @@ from beirx.cli import main
 from beirx.data.front_matter import read_front_matter
 from beirx.errors import BeirxError
 from beirx.train import memory
-from tests.conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
-from tests.hardening_helpers import tiny_st  # noqa: F401 (a fixture)
+from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
+from hardening_helpers import tiny_st  # noqa: F401 (a fixture)
+from extras import needs
 
 E5_SMALL = memory.Shape(layers=12, hidden=384, heads=12, intermediate=1536)
 
@@ -88,7 +89,7 @@ def tiny(tmp_path):
 
 
 def _train(tiny, model, out, *extra):
-    pytest.importorskip("accelerate")
+    needs("accelerate", "train")
     return main(["train", "bi-encoder", "--dataset", str(tiny), "--split", "test", "--model", str(model),
                  "--output", str(out), "--device", "cpu", "--batch-size", "4", "--max-steps", "2", "--save-steps", "1",
                  "--no-progress", *extra])
@@ -132,7 +133,7 @@ def test_gradcache_mini_batches_change_memory_not_the_gradient(tiny, tiny_st, tm
 
 def test_on_a_gpu_the_budget_is_the_devices_free_memory(monkeypatch):
     """No GPU here: torch.cuda's three answers are stubbed, the arithmetic and the message are beirx's."""
-    import torch
+    torch = needs("torch", "neural")
 
     gb = 1 << 30
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)

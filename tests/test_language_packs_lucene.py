@@ -24,7 +24,7 @@ import pytest
 
 from beirx.language_packs import get_pack, list_packs
 from beirx.language_packs.tokenizer import tokenize_raw
-from tests.lucene_java import JavaHarness, skip_reason
+from lucene_java import JavaHarness, skip_reason
 
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "tools" / "lucene_analyze" / "LuceneAnalyze.java"

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from beirx.errors import BeirxError
-from tests.conftest import REPO
+from conftest import REPO
+from extras import needs
 
 # Walks a package and imports every module; a module whose optional dependency is absent is skipped (it
 # cannot be imported in any environment without that extra, so it cannot leak either).
@@ -195,7 +196,7 @@ class Pack:
 
 
 def test_same_sentence_transformers_folder_same_revision_in_dense_and_quality(e5_small):
-    pytest.importorskip("sentence_transformers")
+    needs("sentence_transformers", "neural")
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.models.files import folder_checksum, model_revision
     from beirx.translate.similarity import PairEncoder
@@ -209,8 +210,9 @@ def test_same_sentence_transformers_folder_same_revision_in_dense_and_quality(e5
 @pytest.fixture(scope="module")
 def tiny_marian_folder(tmp_path_factory):
     """A random-weight Marian model with a word-level vocabulary (enough for an identity check)."""
-    pytest.importorskip("sentencepiece")
-    pytest.importorskip("transformers")
+    needs("sentencepiece", "translate")
+    needs("transformers", "neural")
+    needs("torch", "neural")
     from tiny_models import build_tiny_marian
 
     work = tmp_path_factory.mktemp("marian")
@@ -223,7 +225,7 @@ def test_same_translation_folder_same_revision_in_results_and_manifest(tiny_mari
     """A results document records the revision of resolve_model (dense retrieval, rerankers: a seq2seq folder is
     refused as a dense model, so its revision is taken from the function they call); a manifest records the
     translator's."""
-    pytest.importorskip("sentence_transformers")
+    needs("sentence_transformers", "neural")
     from beirx.errors import BeirxError
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.models.files import resolve_model
@@ -239,7 +241,7 @@ def test_same_translation_folder_same_revision_in_results_and_manifest(tiny_mari
 
 
 def test_ctranslate2_records_the_source_folder_revision(tiny_marian_folder):
-    pytest.importorskip("ctranslate2")
+    needs("ctranslate2", "translate")
     from beirx.models.files import model_revision
     from beirx.translate.backends.ctranslate2 import CT2Translator
 
@@ -266,7 +268,7 @@ def test_backends_validate_the_device_before_loading(tiny_marian_folder, e5_smal
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.translate.backends.hf import HFTranslator
 
-    torch = pytest.importorskip("torch")
+    torch = needs("torch", "neural")
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert torch_device(None) == torch.device(expected)
     assert HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1).device == expected
@@ -294,7 +296,7 @@ def test_loaded_model_cache_loads_once_per_key():
 
 
 def test_dense_and_quality_share_one_loaded_model(e5_small):
-    pytest.importorskip("sentence_transformers")
+    needs("sentence_transformers", "neural")
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.models import loaded
     from beirx.translate.similarity import PairEncoder
@@ -315,7 +317,7 @@ def test_a_new_translator_is_one_module_plus_one_registry_line(tiny_dataset, tmp
     from beirx.cli import main
     from beirx.translate.backends import TRANSLATORS
 
-    monkeypatch.setitem(TRANSLATORS._entries, "toy", "tests.toy_translator:ToyTranslator")
+    monkeypatch.setitem(TRANSLATORS._entries, "toy", "toy_translator:ToyTranslator")
     monkeypatch.setenv("COLUMNS", "120")  # argparse wraps the help to the terminal
     assert main(["translate", "--help"]) == 0
     help_text = capsys.readouterr().out
@@ -351,7 +353,7 @@ def test_a_new_pairwise_reranker_is_one_module_plus_one_registry_line(tiny_datas
     from beirx.evaluate.rerankers import RERANKERS
     from beirx.evaluate.runs import read_trec
 
-    monkeypatch.setitem(RERANKERS._entries, "toy", "tests.toy_reranker:ToyReranker")
+    monkeypatch.setitem(RERANKERS._entries, "toy", "toy_reranker:ToyReranker")
     monkeypatch.setenv("COLUMNS", "120")
     assert main(["eval", "--help"]) == 0
     assert "toy (--reranker toy):\n  --toy-boost WORD" in capsys.readouterr().out

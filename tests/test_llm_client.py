@@ -13,6 +13,7 @@ from beirx.errors import BeirxError
 from beirx.models.llm import (BudgetExceeded, Endpoint, EndpointDown, LLMClient, LLMError, LLMRequestError, Prices,
                               PromptFile, Reply, Request, Usage, UsageMeter, approx_tokens)
 from beirx.retry import retry_after
+from extras import needs
 from fake_openai import ANSWER, FakeOpenAI, extract_source, fault_mix, on_calls, on_source, word_map
 
 KEY = "sk-test-SECRET-7f3a9c"
@@ -34,7 +35,12 @@ class Sleeps:
 
 
 @pytest.fixture
-def server():
+def openai():
+    return needs("openai", "llm")
+
+
+@pytest.fixture
+def server(openai):
     with FakeOpenAI(translate=word_map()) as fake:
         yield fake
 
@@ -111,7 +117,7 @@ def test_acall_from_another_event_loop(server):
     assert (first.text, second.text) == ("Las ballenas son large.", "Los pájaros pueden volar.")
 
 
-def test_a_dead_server_opens_the_breaker_with_a_clear_error():
+def test_a_dead_server_opens_the_breaker_with_a_clear_error(openai):
     with FakeOpenAI() as fake:
         url = fake.url
     sleeps = Sleeps()
@@ -165,7 +171,7 @@ def test_the_key_travels_only_in_the_header_and_never_in_messages_or_logs(server
     assert "Incorrect API key" in str(info.value)
 
 
-def test_hosted_api_without_a_key_names_the_variable(monkeypatch):
+def test_hosted_api_without_a_key_names_the_variable(monkeypatch, openai):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     endpoint = Endpoint.resolve("gpt-4o-mini")
@@ -261,7 +267,7 @@ def test_real_llama_cpp_server_answers_through_the_client(llama_server):
 
 
 def test_tiny_causal_lm_folder_has_a_chat_template_and_generates(tiny_causal_lm):
-    transformers = pytest.importorskip("transformers")
+    transformers = needs("transformers", "neural")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_causal_lm)
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_causal_lm)
     text = tokenizer.apply_chat_template([{"role": "system", "content": "Translate."},

@@ -25,10 +25,11 @@ from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
 from beirx.evaluate.rerankers.permutation import parse_permutation
 from beirx.evaluate.runs import read_trec
 from beirx.models.causal_lm import prompt_text
-from tests.test_dense import scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
+from test_dense import scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
+from extras import needs
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = needs("torch", "neural")
+transformers = needs("transformers", "neural")
 
 DOCS = [Doc("d1", "The cat sleeps on the warm roof.", "Cats"), Doc("d2", "Vaccines reduce the risk of severe disease."),
         Doc("d3", "El gato duerme en el tejado caliente.", ""),

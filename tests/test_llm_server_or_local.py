@@ -16,7 +16,7 @@ from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.llm_listwise import LLMListwiseReranker
 from beirx.evaluate.rerankers.llm_pointwise import LLMPointwiseReranker
 from beirx.models.llm import LLMAnswerError, LocalLLM
-from tests.test_llm_rerankers import yes_no_lm  # noqa: F401  (a tiny causal LM with yes/no tokens of their own)
+from test_llm_rerankers import yes_no_lm  # noqa: F401  (a tiny causal LM with yes/no tokens of their own)
 from beirx.translate.quality.judge import LLMJudge
 from beirx.translate.quality.run import run_quality
 

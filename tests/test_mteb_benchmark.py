@@ -11,9 +11,10 @@ from conftest import TINY_CORPUS, TINY_QRELS, TINY_QUERIES, write_beir
 
 from beirx.cli import main
 from beirx.errors import BeirxError
+from extras import needs
 
-mteb = pytest.importorskip("mteb")
-pytest.importorskip("pyarrow")
+mteb = needs("mteb", "mteb")
+needs("pyarrow", "hub")
 
 
 def test_benchmark_of_two_datasets_loads_with_mteb(tmp_path, capsys):

@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-pytest.importorskip("mteb")
+from extras import needs
+
+needs("mteb", "mteb")
 
 import mteb  # noqa: E402
 
@@ -19,7 +21,7 @@ from beirx.errors import BeirxError  # noqa: E402
 from beirx.evaluate import mteb_bm25  # noqa: E402
 from beirx.evaluate.runs import read_trec  # noqa: E402
 from beirx.publish.mteb_task import local_task  # noqa: E402
-from tests.test_translate_pipeline_apertium import make_slice, pytestmark  # noqa: E402, F401  (skips without Apertium)
+from test_translate_pipeline_apertium import make_slice, pytestmark  # noqa: E402, F401  (skips without Apertium)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from beirx.evaluate.runner import run_experiment
 from beirx.evaluate.specs import SystemSpec
 from beirx.language_packs import get_pack
 from beirx.publish.mteb_results import dataset_revision, model_folder, mteb_scores, write_mteb_results
+from extras import needs
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ def test_layout_and_content(bm25_results, tmp_path):
 
 
 def test_mteb_loads_it(bm25_results, tmp_path):
-    mteb = pytest.importorskip("mteb")
+    mteb = needs("mteb", "mteb")
     path = write_mteb_results(bm25_results.results, "Tiny-beirx", tmp_path / "cache" / "results")
     assert path.parent == tmp_path / "cache" / "results" / "bm25" / "no_revision_available"
     loaded = mteb.TaskResult.from_disk(path)

@@ -10,11 +10,13 @@ import string
 
 import pytest
 
-pytest.importorskip("mteb")
-pytest.importorskip("pyarrow")
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-st = pytest.importorskip("sentence_transformers")
+from extras import needs
+
+needs("mteb", "mteb")
+needs("pyarrow", "hub")
+torch = needs("torch", "neural")
+transformers = needs("transformers", "neural")
+st = needs("sentence_transformers", "neural")
 
 import mteb  # noqa: E402
 from artifact_fixtures import translation_manifest  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import logging
 
-from tests.conftest import REPO
+from conftest import REPO
 
 
 def _imports_tqdm(node) -> bool:

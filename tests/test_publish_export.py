@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("pyarrow")
+from extras import needs
+
+needs("pyarrow", "hub")
 
 from artifact_fixtures import quality_report, translation_manifest  # noqa: E402
 from conftest import write_beir  # noqa: E402
@@ -37,7 +39,7 @@ def test_layout_and_configs(scifact_export):
 
 
 def test_datasets_reload_is_identical(scifact_dir, scifact_export, tmp_path):
-    datasets = pytest.importorskip("datasets")
+    datasets = needs("datasets", "hub")
     original = BeirDataset(scifact_dir)
     cache = str(tmp_path / "hf")
     corpus = datasets.load_dataset(str(scifact_export), "corpus", split="corpus", cache_dir=cache)
@@ -107,7 +109,7 @@ def test_translated_card_reads_manifest_and_quality(tmp_path):
     assert "Machine translation from `en` by `ctranslate2`, model `facebook/nllb-200-distilled-600M` at revision " \
            "`f8d333a`" in text
     assert "| queries similarity (mean) | 0.91 |" in text
-    assert sorted(local_files(out / "provenance")) == ["quality/quality.json", "translation.json"]
+    assert sorted(local_files(out / "provenance")) == ["quality/quality.json", "quality/rows.jsonl", "translation.json"]
 
 
 def test_unknown_licence_becomes_other_with_its_name(tmp_path, tiny_dataset):

@@ -14,8 +14,10 @@ from urllib.parse import unquote, urlparse
 import pytest
 import yaml
 
-pytest.importorskip("huggingface_hub")
-pytest.importorskip("pyarrow")
+from extras import needs
+
+needs("huggingface_hub", "hub")
+needs("pyarrow", "hub")
 
 from artifact_fixtures import results_document  # noqa: E402
 

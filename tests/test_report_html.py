@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from beirx.report.build import build_report
+from extras import needs
 from report_docs import translated_folder, write_all
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -27,6 +28,7 @@ def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def html_report(tmp_path):
+    needs("matplotlib", "report")  # the page embeds the plots
     translated = translated_folder(tmp_path)
     write_all(tmp_path / "results", translated,
               {"bm25": {"latency_ms_p50": 2.0, "latency_ms_p95": 4.0}, "dense": {"latency_ms_p50": 9.0}})

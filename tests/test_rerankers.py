@@ -12,9 +12,11 @@ import string
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("sentence_transformers")
+from extras import needs
+
+torch = needs("torch", "neural")
+transformers = needs("transformers", "neural")
+needs("sentence_transformers", "neural")
 
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.data.records import Doc, Query  # noqa: E402
@@ -319,7 +321,7 @@ def test_colbert_maxsim_equals_brute_force(request, fixture, layout, caplog):
 
 def test_colbert_matches_sentence_transformers_multivector_encoder(pylate_dir, colbert_ai_dir):
     """An independent implementation (sentence-transformers' MultiVectorEncoder) reads both layouts alike."""
-    st = pytest.importorskip("sentence_transformers")
+    st = needs("sentence_transformers", "neural")
     if not hasattr(st, "MultiVectorEncoder"):
         pytest.skip("sentence-transformers without MultiVectorEncoder")
     for path in (pylate_dir, colbert_ai_dir):

@@ -14,8 +14,10 @@ import shutil
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+from extras import needs
+
+torch = needs("torch", "neural")
+needs("transformers", "neural")
 
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.errors import BeirxError  # noqa: E402

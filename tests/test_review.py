@@ -8,6 +8,7 @@ import sqlite3
 import numpy as np
 import pytest
 from conftest import write_beir
+from extras import needs
 from review_fixtures import jsonl, write_pair
 
 from beirx.artifacts.manifest import TranslationManifest
@@ -98,11 +99,11 @@ def test_the_sample_holds_no_state_per_record(tmp_path, monkeypatch):
 
 
 def test_agreement_interval_and_correlation():
+    krippendorff = needs("krippendorff", "review")
     annotators, items = ["a", "b", "c"], [1, 2, 3, 4]
     perfect = {(a, i): i % 5 + 1 for a in annotators for i in items}
     assert statistics.krippendorff_alpha(perfect, annotators, items) == pytest.approx(1.0)
     ratings = {("a", 1): 1, ("b", 1): 2, ("a", 2): 4, ("b", 2): 4, ("c", 2): 5, ("a", 3): 2, ("c", 3): 2, ("b", 4): 3}
-    import krippendorff
 
     matrix = np.array([[1, 4, 2, np.nan], [2, 4, np.nan, np.nan], [np.nan, 5, 2, np.nan]])  # item 4: one rating only
     expected = krippendorff.alpha(reliability_data=matrix[:, :3], level_of_measurement="ordinal",

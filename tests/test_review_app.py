@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from browser import Browsers, skip_reason
+from extras import needs
 from review_fixtures import SCRIPT_DOC, SCRIPT_TEXT, ReviewServer, jsonl, post, write_pair
 
 from beirx.cli import main
@@ -206,7 +207,7 @@ def test_forged_posts_and_missing_token_are_refused(reviewed):
 
 
 def test_export_and_apply_what_the_browsers_entered(reviewed, capsys):
-    import krippendorff
+    krippendorff = needs("krippendorff", "review")
     import numpy as np
 
     from beirx.artifacts.manifest import TranslationManifest

@@ -21,7 +21,7 @@ from beirx.language_packs import get_pack, list_packs
 from beirx.language_packs.stemmers import make_stemmer, pure_python_stemmer
 from beirx.language_packs.tokenizer import tokenize
 from beirx.speedups import native
-from tests.conftest import SHARED as CONFTEST_SHARED
+from conftest import SHARED as CONFTEST_SHARED
 
 pytestmark = pytest.mark.skipif(native is None, reason="beirx._speedups not built (no C compiler)")
 

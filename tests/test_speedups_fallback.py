@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from conftest import REPO
 
 _CODE = """
 import json, logging, sys

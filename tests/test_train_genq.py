@@ -9,8 +9,10 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from extras import needs
+
+torch = needs("torch", "neural")
+transformers = needs("transformers", "neural")
 
 from beirx.checksums import corpus_checksum  # noqa: E402
 from beirx.cli import main  # noqa: E402

@@ -21,9 +21,10 @@ from beirx.translate.memory import TranslationMemory
 from beirx.translate.pipeline import translate_dataset
 from beirx.translate.segment import split_long, split_sentences
 from conftest import write_beir
+from extras import needs
 
-pytest.importorskip("transformers")
-pytest.importorskip("sentencepiece")
+needs("transformers", "neural")
+needs("sentencepiece", "translate")
 
 WORDS = ("cat dog mouse the a hunts sleeps at night small big animal ocean whale bird sings and of in gene "
          "protein cell cells study results patients").split()
@@ -143,7 +144,7 @@ def test_hf_refuses_to_truncate(hf_translator):
 
 
 def test_ctranslate2_converts_into_the_cache_once_and_translates(tiny_marian, dataset, tmp_path, beirx_home):
-    pytest.importorskip("ctranslate2")
+    needs("ctranslate2", "translate")
     from beirx.translate.backends.ctranslate2 import CT2Translator
 
     opts = {"beam_size": 1, "max_decoding_length": 4, "min_decoding_length": 4}

@@ -332,10 +332,11 @@ def test_the_key_never_reaches_a_file_or_a_log(fake_llm, source, tmp_path, monke
                  "--memory", str(tmp_path / "tm.sqlite"), "--no-quality"])
     logs = capfd.readouterr()
     assert code == 0 and "LLM units this run: 10 accepted" in logs.out
-    assert all(h["authorization"] == f"Bearer {KEY}" for h in fake_llm.seen_headers)
-    for path in [*tmp_path.rglob("*")]:
-        if path.is_file():
-            assert KEY.encode() not in path.read_bytes(), path
+    assert fake_llm.seen_headers and all(h["authorization"] == f"Bearer {KEY}" for h in fake_llm.seen_headers)
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert len(written) >= 5  # the dataset's files, the manifest, the memory
+    for path in written:
+        assert KEY.encode() not in path.read_bytes(), path
     assert KEY not in logs.out + logs.err
     manifest = TranslationManifest.load(tmp_path / "out" / "translation.json")
     assert manifest.llm["endpoint"] == {"base_url": fake_llm.url, "model": fake_llm.model}

@@ -20,8 +20,9 @@ from beirx.cli import main
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.quality import distribution, run_quality
 from beirx.translate.quality.roundtrip import RoundTrip
-from tests.artifact_fixtures import row_values
-from tests.conftest import write_beir
+from artifact_fixtures import row_values
+from conftest import write_beir
+from extras import needs
 
 # Short English sentences with careful Polish translations written for this test (no parallel corpus ships here).
 PARALLEL = [
@@ -167,6 +168,7 @@ def _apertium(mode: str, texts: list[str]) -> list[str]:
 
 
 def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir):
+    sacrebleu = needs("sacrebleu", "translate")  # the round trip's chrF
     if shutil.which("apertium") is None:
         pytest.skip("apertium is not installed")
     queries = [json.loads(line) for line in (scifact_dir / "queries.jsonl").open(encoding="utf-8")][:30]
@@ -186,8 +188,6 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
     assert q.methods["checks"].summary["language"]["detected"]["es"] >= 20  # Apertium leaves unknown English terms, yet mostly Spanish
 
     # Round trip: chrF of 20 seeded back-translations equals sacrebleu's on the same texts.
-    import sacrebleu
-
     backs = [r for r in _jsonl(tmp_path / "es" / "quality" / "review_sample.jsonl") if "back_translation" in r]
     assert len(backs) == 20 == q.methods["roundtrip"].scored
     expected = sacrebleu.metrics.CHRF().corpus_score([r["back_translation"] for r in backs],
@@ -207,6 +207,7 @@ def test_scifact_queries_translated_by_apertium(tmp_path, e5_small, scifact_dir)
 
 
 def test_cli_scores_a_pipeline_translation_from_its_manifest(tmp_path, tiny_dataset, e5_small, capsys):
+    needs("sacrebleu", "translate")  # the round trip's chrF
     if shutil.which("apertium") is None:
         pytest.skip("apertium is not installed")
     out = tmp_path / "tiny-es"

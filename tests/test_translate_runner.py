@@ -14,7 +14,7 @@ from beirx.translate.runner import TranslateRequest, run_translation
 
 @pytest.fixture
 def toy(monkeypatch):
-    monkeypatch.setitem(TRANSLATORS._entries, "toy", "tests.toy_translator:ToyTranslator")
+    monkeypatch.setitem(TRANSLATORS._entries, "toy", "toy_translator:ToyTranslator")
 
 
 def request(dataset, tmp_path, **more) -> TranslateRequest:
@@ -58,7 +58,7 @@ def test_the_command_reports_a_refused_request_in_one_line(toy, tiny_dataset, tm
 
 def test_replicas_share_an_endpoints_budgets_others_keep_their_options():
     from beirx.translate.backends.openai import OpenAITranslator
-    from tests.toy_translator import ToyTranslator
+    from toy_translator import ToyTranslator
 
     assert ToyTranslator("en", "es").for_replicas({"prefix": "~"}, workers=3) == {"prefix": "~"}
     assert OpenAITranslator.supports_batch_api and not ToyTranslator.supports_batch_api

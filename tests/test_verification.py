@@ -15,6 +15,7 @@ from beirx.artifacts.quality import MethodField, MethodInfo, QualityReport
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
 from beirx.publish import verification
+from extras import needs
 
 AGREE = {"Ana": [(5, 5), (4, 4), (2, 3), (5, 4), (1, 2)], "Ben": [(5, 4), (4, 4), (2, 2), (4, 4), (1, 1)]}
 DISAGREE = {"Ana": [(5, 5), (1, 4), (5, 3), (1, 4), (5, 2)], "Ben": [(1, 4), (5, 4), (1, 2), (5, 4), (2, 1)]}
@@ -76,8 +77,8 @@ def test_disagreeing_annotators_do_not_verify(tmp_path):
 
 
 def test_card_and_mteb_task_state_it(tmp_path):
-    pytest.importorskip("mteb")
-    pytest.importorskip("pyarrow")
+    needs("mteb", "mteb")
+    needs("pyarrow", "hub")
     from beirx.publish.hub import export_dataset
     from beirx.publish.mteb_task import build_spec, build_task_class
 

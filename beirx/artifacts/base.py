@@ -22,6 +22,7 @@ import dataclasses
 import datetime
 import json
 import logging
+import math
 import types
 import typing
 from pathlib import Path
@@ -110,6 +111,8 @@ class Artifact:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise DataError(path, f"cannot read the file: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(path, f"not valid UTF-8 (byte {exc.start + 1}): not a {cls.KIND} (a binary file?)") from None
         return cls.from_json(text, source=path)
 
     @classmethod
@@ -278,6 +281,8 @@ def _check(tp: Any, value: Any, where: str, source: str) -> Any:
         return _build(tp, value, where, source)
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):  # JSON has no NaN: a file holding one was written or edited wrongly
+                raise DataError(source, f"field {where!r}: expected a finite number, got {value}")
             return float(value)
         raise _fail(source, where, tp, value)
     if tp is int:

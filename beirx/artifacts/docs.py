@@ -19,7 +19,10 @@ _UPGRADES = {
                "`query_dataset` becomes a dataset reference, efficiency figures come from the timings, any other "
                "top-level key goes to `extra`; `translated_from` and `language_source` are null (not recorded).",
     "manifest": "Format-1 manifests (`\"format\": 1`, no `schema_version`) have the same fields and load as format 2.",
-    "quality": "`beirx.quality/4` reports load with `fields.methods.figures` null: their card figures "
+    "quality": "`beirx.quality/5` reports load without `sidecar`: their `rows.jsonl` is checked by each field's "
+               "`pairs` (one line per scored item) and every line's syntax, with a warning that a changed value would "
+               "pass; saving one records the digest. "
+               "`beirx.quality/4` reports load with `fields.methods.figures` null: their card figures "
                "(`similarity (mean)`, `in target language`, `round-trip chrF`) are derived when read, and the `judge` "
                "method verifies, as the methods of that time gave them. "
                "`beirx.quality/3` reports load with the per-row scores and flag reasons they held inline "

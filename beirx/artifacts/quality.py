@@ -12,12 +12,15 @@ field here:
 
 Every row's scores and flag reasons are in the sidecar ``rows.jsonl`` beside ``quality.json``
 (:mod:`beirx.artifacts.quality_rows`), which readers stream (:meth:`QualityReport.rows`,
-:meth:`QualityReport.worst`): per-row data grows with the corpus, the report does not.
+:meth:`QualityReport.worst`): per-row data grows with the corpus, the report does not. The report records the
+sidecar's lines and SHA-256 (``sidecar``), and :meth:`QualityReport.rows`, the one way to read the rows, verifies
+them (:mod:`beirx.artifacts.quality_sidecar`).
 
 BEIR-PL's headline figure has properties (``FieldQuality.similarity``, ``QualityReport.per_query_similarity``,
 ``.encoder``). Each method's headline figures of a field (``MethodField.figures``) and whether its scored rows
 verify the translation (``MethodInfo.verifies``) are recorded when the report is written, so a dataset card
-reads them here without knowing the methods. Reports of formats 1 to 4 load as well: format 4 with the figures
+reads them here without knowing the methods. Reports of formats 1 to 5 load as well: format 5 with its sidecar
+checked by each field's row count (``pairs``) and line syntax, as it recorded no digest; format 4 with the figures
 and verification its methods gave then (:meth:`FieldQuality.figures`,
 :meth:`QualityReport.verifying`), format 3 (:mod:`beirx.artifacts.quality_v3`)
 with its inline rows held in memory, formats 1 and 2 (:mod:`beirx.artifacts.quality_v2`) with their similarity
@@ -27,17 +30,20 @@ per-query similarity, format 2 has it for queries).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from beirx.artifacts import quality_rows
+from beirx.artifacts import quality_rows, quality_sidecar
 from beirx.artifacts.base import Artifact, fld, optional
 from beirx.artifacts.manifest import DatasetSide
 from beirx.artifacts.quality_parts import Distribution, TableRow, TranslationSummary
+from beirx.artifacts.quality_sidecar import Sidecar
 
-SCHEMA = "beirx.quality/5"
+SCHEMA = "beirx.quality/6"
+V5 = "beirx.quality/5"
 V4 = "beirx.quality/4"
 V3 = "beirx.quality/3"
 V2 = "beirx.quality/2"
@@ -143,6 +149,9 @@ class QualityReport(Artifact):
     table: list[TableRow] = fld("BEIR-PL Table 2 layout")
     versions: dict[str, str] = fld("Python, platform and package versions", default_factory=dict)
     timings: dict[str, float] = fld("seconds per step and in total", default_factory=dict)
+    sidecar: Sidecar | None = optional("what the sidecar rows.jsonl held when this file was written (its lines and "
+                                       "SHA-256, whole and per field), which every reader verifies; null in a report of "
+                                       "format 5 or older, whose sidecar is checked by each field's pairs and syntax")
 
     # Where the per-row sidecar is (the folder of the quality.json it was loaded from or saved to), or the rows
     # themselves when they are held in memory (a format-3 file, or a report built in memory): not fields.
@@ -155,14 +164,37 @@ class QualityReport(Artifact):
         return self
 
     def rows(self, fields: Iterable[str] | None = None) -> Iterator[dict]:
-        """Stream the per-row records (:mod:`beirx.artifacts.quality_rows`) of ``fields`` (default all); none
-        for a report built in memory and never given rows."""
-        wanted = set(self.fields if fields is None else fields)
+        """Stream the per-row records (:mod:`beirx.artifacts.quality_rows`) of ``fields`` (default all), verified
+        against what this report recorded of its sidecar (:func:`beirx.artifacts.quality_sidecar.read`): a sidecar
+        that is missing, cut short, changed or malformed, or a score that is no finite number, raises
+        :class:`~beirx.errors.DataError` naming the file and line before the last row is handed over. None for a
+        report built in memory and never given rows. Every reader of the rows goes through here."""
         if self._held is not None:
+            wanted = set(self.fields if fields is None else fields)
             return (row for name in self._held if name in wanted for row in self._held[name])
         if self._folder is not None:
-            return quality_rows.read_fields(self._folder / quality_rows.FILENAME, wanted)
+            path = self._folder / quality_sidecar.FILENAME
+            if self.sidecar is not None:
+                return quality_sidecar.read(path, self.sidecar, fields)
+            _warn_unverifiable(path)
+            return quality_sidecar.read(path, None, fields, counts={n: e.pairs for n, e in self.fields.items()})
         return iter(())
+
+    def verify_rows(self) -> QualityReport:
+        """Check the whole sidecar at once (:func:`beirx.artifacts.quality_sidecar.verify`), so a damaged one stops
+        a command before any work, wherever the damage is; returns the report."""
+        if self._held is None and self._folder is not None:
+            path = self._folder / quality_sidecar.FILENAME
+            if self.sidecar is None:
+                _warn_unverifiable(path)
+            quality_sidecar.verify(path, self.sidecar, {n: e.pairs for n, e in self.fields.items()})
+        return self
+
+    @classmethod
+    def load_verified(cls, path: Path | str) -> QualityReport:
+        """The report in ``path`` with its sidecar verified (:meth:`verify_rows`): for a command that uses the rows
+        (report, review, publish), where a damaged report must stop it, never be left out."""
+        return cls.load(path).verify_rows()
 
     def worst(self, n: int, fields: Iterable[str] | None = None) -> list[dict]:
         """The ``n`` worst rows of ``fields`` (most flags, then the lowest mean percentile rank; ties by field
@@ -211,8 +243,8 @@ class QualityReport(Artifact):
             from beirx.artifacts.quality_v3 import split
 
             data, held = split(data, where, V4)
-        if isinstance(data, dict) and data.get("schema_version") == V4:  # figures and verification not recorded
-            data = {**data, "schema_version": SCHEMA}
+        if isinstance(data, dict) and data.get("schema_version") in (V4, V5):  # (V4: no figures, verification)
+            data = {**data, "schema_version": SCHEMA}  # no sidecar digest: read with each field's pairs as its rows
         report = super().from_dict(data, source)
         if held is not None:
             report.hold_rows(held)
@@ -226,17 +258,35 @@ class QualityReport(Artifact):
         return self
 
     def save(self, path: Path | str) -> None:
-        """Write ``quality.json`` atomically, and the sidecar beside it when the rows are held in memory or live
-        in another folder."""
+        """Write ``quality.json`` atomically, after the sidecar beside it when the rows are held in memory (none:
+        an empty one), live in another folder or were never digested (format 5 and older, verified as they are
+        copied), recording the sidecar's digest. A report read from JSON alone keeps the sidecar its digest names,
+        which must then be the one beside ``path``."""
         path = Path(path)
+        target = path.parent / quality_sidecar.FILENAME
         if self._held is not None:
-            held = (row for rows in self._held.values() for row in rows)
-            quality_rows.write(path.parent / quality_rows.FILENAME, held)
-        elif self._folder is not None and self._folder.resolve() != path.parent.resolve():
-            quality_rows.write(path.parent / quality_rows.FILENAME, self.rows())  # saved elsewhere: rows go along
+            self.sidecar = quality_sidecar.write(target, (row for rows in self._held.values() for row in rows))
+        elif self._folder is None and self.sidecar is not None:
+            quality_sidecar.verify(target, self.sidecar)
+        elif self._folder is None:
+            self.sidecar = quality_sidecar.write(target, ())
+        elif self.sidecar is None or self._folder.resolve() != path.parent.resolve():
+            self.sidecar = quality_sidecar.write(target, self.rows())  # (atomic: reading the old file is safe)
         super().save(path)
         self._folder = path.parent
 
+
+
+_warned: set[str] = set()
+
+
+def _warn_unverifiable(path: Path) -> None:
+    """Once per sidecar: a report of format 5 or older recorded no digest of it."""
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        logging.getLogger(__name__).warning(
+            "%s: its quality.json (format 5 or older) records no checksum of it, so its rows are checked by count and "
+            "syntax only (a changed value would pass); beirx quality writes reports that record one", path)
 
 
 # Up to format 4 a report left its methods' card figures and verification to the methods' code; this is what the

@@ -8,23 +8,17 @@ score absent: the row was outside the method's sample), ``flags`` the reasons ev
 in method order, and ``rank`` the row's mean percentile rank over its scores, each oriented so that 0 is the
 worst value of the field (``null`` without a score). Per-row data grows with the corpus (8.8M MS MARCO passages
 times several scores), so it is streamed, never loaded whole: readers take the worst rows with a bounded heap
-(:func:`worst`) and pick the rows they need as they pass.
+(:func:`worst`) and pick the rows they need as they pass. The file itself, written with its digest and read
+back verified, is :mod:`beirx.artifacts.quality_sidecar`'s.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from beirx.atomic import atomic_writer
-from beirx.errors import DataError
-
-FILENAME = "rows.jsonl"
 BLOCK = 65536  # rows whose ties and rank positions are computed at a time
 
 
@@ -115,50 +109,3 @@ def worst(rows: Iterable[dict], n: int) -> list[dict]:
     without an answer), in memory bounded by ``n``."""
     judged = (row for row in rows if row["flags"] or row["scores"])
     return heapq.nsmallest(n, judged, key=lambda row: (badness(row), row["field"], row["id"]))
-
-
-def write(path: Path, rows: Iterable[dict]) -> None:
-    """Write ``rows`` to the sidecar ``path`` atomically."""
-    with atomic_writer(path) as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def read_fields(path: Path, fields: Iterable[str]) -> Iterator[dict]:
-    """The records of ``fields`` from the sidecar ``path``, which holds each field's rows together: reading stops
-    once every wanted field's rows have passed, so the queries' rows of an MS MARCO report (written first) are
-    read without the 8.8M passages' lines after them."""
-    remaining, current = set(fields), None
-    stream = read(path)
-    try:
-        for row in stream:
-            if row["field"] != current:
-                remaining.discard(current)
-                if not remaining:
-                    return
-                current = row["field"]
-            if current in remaining:
-                yield row
-    finally:
-        stream.close()
-
-
-def read(path: Path) -> Iterator[dict]:
-    """Stream the sidecar ``path``; a missing file or a malformed line stops with the file and line named."""
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise DataError(path, f"cannot read the per-row quality scores ({exc.strerror or exc}); quality.json's "
-                              f"rows are in this file beside it: copy it along, or run beirx quality again") from None
-    with fh:
-        for number, line in enumerate(fh, 1):
-            try:
-                row: Any = json.loads(line)
-            except ValueError as exc:
-                raise DataError(path, f"not valid JSON: {exc}", line=number) from None
-            if not (isinstance(row, dict) and isinstance(row.get("field"), str) and isinstance(row.get("id"), str)
-                    and isinstance(row.get("flags"), list) and isinstance(row.get("scores"), dict)):
-                raise DataError(path, "expected an object with 'field', 'id', 'flags', 'rank' and 'scores'",
-                                line=number)
-            row.setdefault("rank", None)
-            yield row

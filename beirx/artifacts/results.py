@@ -89,9 +89,26 @@ class MetricKey:
         measure, sep, cutoff = name.rpartition("@")
         return cls(measure, int(cutoff)) if sep and measure in MEASURES and cutoff.isdigit() else None
 
+    @classmethod
+    def named(cls, name: str) -> "MetricKey":
+        """The metric ``name`` stands for, at a cut-off beirx computes: beirx's ``NDCG@10`` in any case, or
+        ir_measures' ``nDCG@10``, ``AP@100``, ``R@100``, ``RR@10``; a ValueError lists the valid names."""
+        measure, _, cutoff = name.strip().rpartition("@")
+        found = _ALIASES.get(measure.lower())
+        if found is None or not cutoff.isdigit() or int(cutoff) not in CUTOFFS:
+            raise ValueError(f"unknown metric {name!r}: choose MEASURE@k, MEASURE one of {', '.join(MEASURES)} and k "
+                             f"one of {', '.join(map(str, CUTOFFS))} (e.g. NDCG@10)")
+        return cls(found, int(cutoff))
+
 
 MEASURES = ("NDCG", "MAP", "Recall", "P", "MRR", "R_cap", "Hole")
 """Every measure a results document holds (see :mod:`beirx.evaluate.metrics`), in the order written."""
+CUTOFFS = (1, 3, 5, 10, 100, 1000)
+"""The cut-offs ``beirx eval`` computes every measure at."""
+# ir_measures' names (and trec_eval's) of the same measures
+_ALIASES = {"ndcg": "NDCG", "ndcg_cut": "NDCG", "ap": "MAP", "map": "MAP", "map_cut": "MAP", "r": "Recall",
+            "recall": "Recall", "p": "P", "rr": "MRR", "mrr": "MRR", "recip_rank": "MRR", "r_cap": "R_cap",
+            "hole": "Hole"}
 
 
 @dataclass(kw_only=True)

@@ -8,10 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import checked, non_negative_int, output_dir, positive_int
-
-top_p = checked(float, lambda v: 0 < v <= 1, "more than 0 and at most 1", "top_p")
-seed = checked(int, lambda v: 0 <= v < 2 ** 32, "between 0 and 2**32 - 1", "seed")
+from beirx.argtypes import non_negative_int, output_dir, positive_int, seed, unit_weight
 from beirx.cli import show_progress
 
 
@@ -23,11 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=output_dir, required=True,
                         help="folder for the BEIR training split (corpus, queries, qrels, generation.json)")
     parser.add_argument("--split", default="train", help="name of the qrels split written (default train)")
-    parser.add_argument("--batch-size", type=positive_int, default=16,
-                        help="documents per generation batch (default 16)")
+    parser.add_argument("--batch-size", type=positive_int, default=16, help="documents per generation batch (default 16)")
     parser.add_argument("--max-length", type=positive_int, default=64, help="query tokens at most (default 64)")
     parser.add_argument("--doc-max-length", type=positive_int, default=350, help="document tokens read (default 350)")
-    parser.add_argument("--top-p", type=top_p, default=0.95, help="nucleus sampling p (default 0.95, BEIR GenQ)")
+    parser.add_argument("--top-p", type=unit_weight, default=0.95, help="nucleus sampling p (default 0.95, BEIR GenQ)")
     parser.add_argument("--top-k", type=non_negative_int, default=25, help="top-k sampling (default 25, BEIR GenQ)")
     parser.add_argument("--seed", type=seed, default=42, help="sampling seed (default 42)")
     parser.add_argument("--prefix", default="", help="text put before each document (e.g. 'generate query: ')")

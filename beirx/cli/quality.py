@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int
+from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
@@ -27,13 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", help="language of the translation (ISO 639-1; default: from beirx translate's manifest)")
     parser.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     parser.add_argument("--encoder", default="sentence-transformers/LaBSE",
-                        help="multilingual sentence-transformers model, Hub id or folder, shared by every embedding "
-                             "method (default LaBSE, as BEIR-PL)")
+                        help="multilingual sentence-transformers model, Hub id or folder, or use-multilingual-v3 "
+                             "(beirx[use]), shared by every embedding method (default LaBSE, as BEIR-PL)")
     parser.add_argument("--encoder-revision", help="Hub revision of --encoder")
     parser.add_argument("--fields", default="queries,corpus", type=comma_list,
                         help="comma-separated: queries, corpus (default both)")
     parser.add_argument("--sample", type=non_negative_int, default=100, help="pairs per field for manual review (default 100)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of every random sample (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of every random sample (default 0)")
     parser.add_argument("--max-items", type=positive_int, help="score a seeded random subset of at most N items per field")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="encoder batch size (default 32)")
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")

@@ -9,16 +9,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import comma_list, output_dir
+from beirx.argtypes import (metric_name, metric_names, non_negative_int, output_dir, positive_int, seed,
+                            significance_level)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", metavar="RESULTS", nargs="+", type=Path,
                         help="results JSON files or folders of them (e.g. a grid's output folder)")
     parser.add_argument("--output", type=output_dir, default=Path("report"), help="report folder (default ./report)")
-    parser.add_argument("--metric", default="NDCG@10",
-                        help="metric of the systems table, plots and quality analysis (default NDCG@10)")
-    parser.add_argument("--language-metrics", type=comma_list, default=["NDCG@10", "Recall@100"],
+    parser.add_argument("--metric", type=metric_name, default="NDCG@10",
+                        help="metric of the systems table, plots and quality analysis (default NDCG@10): MEASURE@k, "
+                             "MEASURE one of NDCG, MAP, Recall, P, MRR, R_cap, Hole, k one of 1, 3, 5, 10, 100, 1000")
+    parser.add_argument("--language-metrics", type=metric_names, default=["NDCG@10", "Recall@100"],
                         help="comma-separated metrics of the languages table (default NDCG@10,Recall@100)")
     parser.add_argument("--baseline", default="bm25",
                         help="baseline system label (default bm25; else the first BM25 retriever)")
@@ -27,11 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", choices=["permutation", "t"], default="permutation",
                         help="test whose Holm-corrected p-values mark significance (default permutation; "
                              "both are computed and listed)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    parser.add_argument("--permutations", type=int, default=10_000,
+    parser.add_argument("--alpha", type=significance_level, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--permutations", type=positive_int, default=10_000,
                         help="resamples of the randomization test (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the randomization test and bootstrap (default 0)")
-    parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
+    parser.add_argument("--seed", type=seed, default=0, help="seed of the randomization test and bootstrap (default 0)")
+    parser.add_argument("--bootstrap", type=non_negative_int, default=0, metavar="N",
                         help="add paired bootstrap 95%% confidence intervals with N resamples (default off)")
     parser.add_argument("--quality", type=Path, action="append", default=[], metavar="QUALITY_JSON",
                         help="a quality report kept away from its translated dataset (repeatable)")

@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from beirx.argtypes import non_negative_int, port_number, positive_int, rating
+from beirx.argtypes import port_number, positive_int, rating, seed
 from beirx.errors import BeirxError
 
 ACTIONS = ("export", "apply")
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", help="language of the translation (default: from beirx translate's manifest)")
     serve = parser.add_argument_group("reviewing (beirx review DATASET)")
     serve.add_argument("--sample", type=positive_int, help="items to review (drawn once; later runs resume them)")
-    serve.add_argument("--seed", type=non_negative_int, default=0, help="seed of the sample (default 0)")
+    serve.add_argument("--seed", type=seed, default=0, help="seed of the sample (default 0)")
     serve.add_argument("--source", help="the original dataset (default: the source recorded by beirx translate)")
     serve.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     serve.add_argument("--quality", type=Path, help="quality.json ranking the 'worst' stratum (default: "
@@ -96,13 +96,15 @@ def _serve(args) -> int:
     problem = ReviewStore.storage_problem(translated.root)
     if problem:  # before a port is taken or a sample drawn: every rating is saved as it is submitted
         raise BeirxError(read_only_message(ReviewStore.path_in(translated.root), problem))
+    quality_path = args.quality or QualityReport.path_in(translated.root)
+    # the sample is drawn once for good: from a report that is whole, else not at all, checked before anything is written
+    quality = QualityReport.load_verified(quality_path) \
+        if args.sample is not None and (args.quality or quality_path.is_file()) else None
     sock = listen(args.host, args.port)  # a port in use stops here, before anything is written or printed
     store = ReviewStore.in_folder(translated.root, create=True)
     if store.read_only:
         raise BeirxError(read_only_message(store.path, "read-only"))
     if not store.size():
-        quality_path = args.quality or QualityReport.path_in(translated.root)
-        quality = QualityReport.load_optional(quality_path, "drawing the sample without a 'worst' stratum")
         if quality is not None and quality.translated.checksum != translated.checksum():
             print(f"note: {quality_path} was made for another version of the translation; its ranking is used anyway")
         items = draw(source, translated, args.sample, args.seed, quality)

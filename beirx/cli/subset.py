@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import key_value, non_negative_int, output_dir, positive_int, unit_float
+from beirx.argtypes import key_value, metric_name, non_negative_int, output_dir, positive_int, seed, unit_float
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, QUERY_CAP
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            f"{MAX_DOCS:,})")
     make.add_argument("--no-max-docs", dest="max_docs", action="store_const", const=None,
                       help="no corpus budget: the judged documents and the whole pool at --depth, no fill")
-    make.add_argument("--seed", type=int, default=0, help="seed of the query sample and the fill (default 0)")
+    make.add_argument("--seed", type=seed, default=0, help="seed of the query sample and the fill (default 0)")
     make.add_argument("--output", type=output_dir, help="the subset's folder")
     cost = parser.add_argument_group("cost beside the fidelity")
     cost.add_argument("--cost", metavar="TRANSLATOR",
@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="run and results files of the check (default SUBSET/ranking-check)")
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
-    check.add_argument("--metric", default="NDCG@10", help="metric the systems are ordered by (default NDCG@10)")
+    check.add_argument("--metric", type=metric_name, default="NDCG@10", help="metric the systems are ordered by (default NDCG@10; names as beirx report's --metric)")
     check.add_argument("--permutations", type=positive_int, default=10_000,
                        help="permutations of the paired randomization test behind the resolution (default 10,000, "
                             "as beirx report)")
@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check_systems(args) -> dict:
     from beirx.evaluate.plan import systems_from_config
-    from beirx.subsets.system_args import parse_systems
+    from beirx.subsets.system_args import parse_systems, refuse_repeats
 
     systems = parse_systems(args.check + args.runs)
     if args.check_config:
@@ -89,6 +89,7 @@ def _check_systems(args) -> dict:
             if name in systems:
                 raise BeirxError(f"system {name!r} is in --check and in {args.check_config}")
             systems[name] = system
+    refuse_repeats(systems)
     return systems
 
 

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from beirx.argtypes import comma_list, key_value, non_negative_float, output_dir, positive_int
+from beirx.argtypes import comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.translate.backends.base import Translator
 
@@ -71,14 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "translate nothing")
     parser.add_argument("--no-quality", action="store_true", help="skip the quality report after translating")
     parser.add_argument("--quality-encoder", default="sentence-transformers/LaBSE",
-                        help="encoder of the quality report: Hub id or folder (default LaBSE)")
+                        help="encoder of the quality report: Hub id or folder, or use-multilingual-v3 "
+                             "(default LaBSE)")
     parser.add_argument("--quality-max-items", type=positive_int,
                         help="score a seeded random subset of at most N items per field (default: all)")
     scale = parser.add_argument_group("large datasets")
     scale.add_argument("--shard", metavar="I/N",
                        help="translate only shard I of N (a deterministic share of the batches) into the shard's own "
                             "memory file beside --memory; write no dataset (then --assemble)")
-    scale.add_argument("--assemble", nargs="?", type=int, const=0, metavar="N",
+    scale.add_argument("--assemble", nargs="?", type=non_negative_int, const=0, metavar="N",
                        help="merge the memories of shards 1..N (N: from the files when omitted) and write the dataset; "
                             "fails, writing nothing, naming any shard that is missing or incomplete")
     scale.add_argument("--executor", choices=("local", "ray"), default="local",
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(pip install 'beirx[ray]')")
     scale.add_argument("--ray-address", help="Ray cluster to join: auto or HOST:PORT (default: a local Ray instance)")
     scale.add_argument("--workers", type=positive_int, default=2, help="translator replicas on Ray (default 2)")
-    scale.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
+    scale.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
     parser.add_argument("--max-cost", type=non_negative_float, default=None, metavar="USD",
                         help="paid backends (google, deepl): required for a real run; refuse when the estimate "
                              "exceeds it. LLM backends: stop before this run's spending (at --price-in/--price-out) "

@@ -45,9 +45,11 @@ same way in RRF ranks, in run files and in pytrec_eval.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Callable, Sequence
 
+from beirx.argtypes import non_negative_float
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RRF_K
 from beirx.evaluate.runs import Run, ranked
@@ -154,11 +156,14 @@ def check(method: str, normalization: str, weights: Sequence[float] | None, n: i
         raise BeirxError(f"unknown normalization {normalization!r}; choose one of: {', '.join(NORMALIZATIONS)}")
     if weights is None:
         return [1.0] * n
-    weights = [float(w) for w in weights]
+    try:
+        weights = [non_negative_float(str(w)) for w in weights]
+    except argparse.ArgumentTypeError as exc:
+        raise BeirxError(f"fusion weights: {exc}") from None
     if len(weights) != n:
         raise BeirxError(f"{len(weights)} fusion weights given for {n} runs; give one weight per run")
-    if any(w < 0 for w in weights) or not any(w > 0 for w in weights):
-        raise BeirxError(f"fusion weights must be >= 0 and not all 0, got {weights}")
+    if not any(w > 0 for w in weights):
+        raise BeirxError(f"fusion weights must not all be 0, got {weights}")
     return weights
 
 

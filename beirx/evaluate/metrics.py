@@ -24,13 +24,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from beirx.artifacts.results import MEASURES, MetricKey
+from beirx.artifacts.results import CUTOFFS, MEASURES, MetricKey
 from beirx.data.records import Qrels
 from beirx.evaluate.runs import Run, drop_identical_ids, ranked
 
 log = logging.getLogger(__name__)
 
-DEFAULT_K = (1, 3, 5, 10, 100, 1000)
+DEFAULT_K = CUTOFFS
 
 _PYTREC_FAMILIES = {"ndcg_cut": "NDCG", "map_cut": "MAP", "recall": "Recall", "P": "P"}  # trec_eval's -> ours
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import unit_weight
+from beirx.argtypes import non_negative_int, positive_int, unit_weight
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
@@ -202,10 +202,19 @@ def _grid_systems(path: Path, entries: Any) -> dict[str, System]:
 
 
 def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
+    """One ``[[systems]]`` entry; every parameter is checked as its flag checks it
+    (:func:`beirx.evaluate.params.checked_params`)."""
+    from beirx.evaluate.params import checked_params, read_option
+    from beirx.evaluate.rerankers import RERANKERS
+    from beirx.evaluate.retrievers import RETRIEVERS
+
     if "retriever" in entry:
         retriever = entry.pop("retriever")
         entry.pop("name")
-        return SystemSpec(retriever, entry, name=name)
+        if "interpolation" in entry:
+            raise DataError(path, f"system {name!r}: 'interpolation' is a reranker's weight (in a system with "
+                                  f"'reranker'), not a parameter of the retriever {retriever!r}")
+        return SystemSpec(retriever, checked_params(RETRIEVERS.get(retriever), entry), name=name)
     if "run_file" in entry:
         extra = set(entry) - {"name", "run_file"}
         if extra:
@@ -219,12 +228,15 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
         inputs = entry.get("inputs")
         if not isinstance(inputs, list) or len(inputs) < 2:
             raise DataError(path, f"fusion {name!r} needs 'inputs': a list of at least two system names")
+        weights = entry.get("weights")
+        if weights is not None and not isinstance(weights, list):
+            raise DataError(path, f"fusion {name!r}: 'weights' must be a list of numbers, one per input")
         return FusionSpec([ref(i) for i in inputs], entry["fusion"], entry.get("normalization", defaults.NORMALIZATION),
-                          entry.get("weights"), int(entry.get("rrf_k", defaults.RRF_K)), name=name)
+                          weights, read_option("rrf_k", entry.get("rrf_k", defaults.RRF_K), non_negative_int), name=name)
     first = entry.get("first_stage")
     if not first:
         raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
-    params = {k: v for k, v in entry.items() if k not in _RERANK_KEYS}
+    first_stage = ref(first)
     interpolation = entry.get("interpolation")
     if interpolation is not None:  # read as --rerank-interpolation reads it (YAML's true is no weight)
         try:
@@ -232,8 +244,9 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
         except argparse.ArgumentTypeError:
             raise DataError(path, f"reranker system {name!r}: 'interpolation' is the reranker's weight, a number in "
                                   f"(0, 1], got {interpolation!r}") from None
-    return RerankSpec(ref(first), entry["reranker"], params, int(entry.get("depth", defaults.RERANK_DEPTH)), name=name,
-                      interpolation=interpolation)
+    params = checked_params(RERANKERS.get(entry["reranker"]), {k: v for k, v in entry.items() if k not in _RERANK_KEYS})
+    depth = read_option("depth", entry.get("depth", defaults.RERANK_DEPTH), positive_int)
+    return RerankSpec(first_stage, entry["reranker"], params, depth, name=name, interpolation=interpolation)
 
 
 def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
@@ -259,8 +272,12 @@ def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
     if output is not None:
         output = Path(output) if Path(output).is_absolute() else path.parent / output
     source = "given" if "languages" in data else "default"
+    try:
+        top_k = positive_int(str(data.get("top_k", defaults.TOP_K)))
+    except argparse.ArgumentTypeError as exc:
+        raise DataError(path, f"option top_k: {exc}") from None
     return Plan(datasets=[_dataset(path, d, pairs, source) for d in datasets], systems=_grid_systems(path, data.get("systems")),
-                output=output, split=data.get("split"), top_k=int(data.get("top_k", defaults.TOP_K)),
+                output=output, split=data.get("split"), top_k=top_k,
                 ignore_identical_ids=data.get("ignore_identical_ids"), source=str(path), summary=True)
 
 

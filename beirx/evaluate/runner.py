@@ -116,6 +116,7 @@ def run_plan(plan: Plan, show_progress: bool = True, use_cache: bool = True,
             ignore = ignore_identical_ids_for(corpus.name)
         pack = get_pack(pair.corpus)
         stages = Stages(corpus, pack, split, plan.top_k, ignore, show_progress, use_cache, query_dataset=queries)
+        stages.load_run_files(plan.systems.values())
         for name, system in plan.systems.items():
             log.info("%s [%s/%s] %s", corpus.name, pair.label, split, name)
             outcome = evaluate_system(stages, system, output, language_source=lang_source)

@@ -126,6 +126,17 @@ class Stages:
             self._memo[key] = stage
         return self._memo[key]
 
+    def load_run_files(self, systems) -> None:
+        """Read and check every run file ``systems`` use (themselves, fusion inputs, first stages) now, so one that
+        is malformed or of another dataset stops a command before any retrieval."""
+        for system in systems:
+            if isinstance(system, RunFileSpec):
+                self.run(system)
+            elif isinstance(system, FusionSpec):
+                self.load_run_files(system.inputs)
+            elif isinstance(system, RerankSpec):
+                self.load_run_files([system.first_stage])
+
     # -- stages ----------------------------------------------------------------------------------
     def _retriever(self, spec: SystemSpec) -> Retriever:
         return RETRIEVERS.get(spec.retriever)(self.pack, show_progress=self.show_progress, use_cache=self.use_cache,
@@ -183,11 +194,26 @@ class Stages:
                                   f"[{self.split}] (e.g. {unknown[0]!r})")
         if unknown:
             log.warning("%s: %d query IDs are not judged in %s and are ignored", path, len(unknown), self.split)
+        self._check_documents(path, run)
         run = {qid: run.get(qid, {}) for qid in self.queries}
         if self.ignore_identical_ids:
             run = drop_identical_ids(run)
         run = truncate(run, self.top_k)
         return Stage(run, {"retriever": "run_file", "path": str(path), "sha256": digest}, timer.seconds)
+
+    def _check_documents(self, path: Path, run: Run) -> None:
+        """Refuse a run none of whose documents is in the corpus (a run of another dataset): it would score 0
+        without a word. A judged document answers at once; otherwise the corpus's ID index does."""
+        judged = {did for docs in self.qrels.values() for did in docs}
+        if any(did in judged for docs in run.values() for did in docs):
+            return
+        with DocStore.for_dataset(self.dataset) as corpus:
+            if any(did in corpus for docs in run.values() for did in docs):
+                return
+        example = next((did for docs in run.values() for did in docs), None)
+        if example is not None:
+            raise DataError(path, f"none of its document IDs is in the corpus of {self.dataset.name} (e.g. "
+                                  f"{example!r}): a run of another dataset?")
 
     def _fuse(self, spec: FusionSpec, reuse_runs: bool) -> Stage:
         parts = [self.run(s, reuse_runs) for s in spec.inputs]

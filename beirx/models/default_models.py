@@ -91,11 +91,16 @@ class ModelNeed(NamedTuple):
 
 def check_available(models: Iterable[ModelNeed]) -> None:
     """Every model is a local folder, or on the Hub (in its local cache when offline), whole and of the kind it
-    must be; else the error of :func:`~beirx.models.files.resolve_model` or :func:`~beirx.models.checks.check_model`."""
+    must be, or the Universal Sentence Encoder where a sentence embedding is wanted; else the error of
+    :func:`~beirx.models.files.resolve_model`, :func:`~beirx.models.checks.check_model` (or of
+    :func:`~beirx.models.use_encoder.use_model_files`)."""
     from beirx.models.checks import checked_model
     from beirx.models.files import resolve_model
+    from beirx.models.use_encoder import use_model_files
 
     for need in sorted(set(models), key=str):
+        if need.kind in (None, "bi-encoder") and use_model_files(need.model) is not None:
+            continue
         if need.kind:
             checked_model(need.model, need.kind, need.revision, need.flag, need.needed_by)
         else:

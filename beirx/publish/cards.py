@@ -97,16 +97,19 @@ def subset_note(root: Path) -> str | None:
     return note
 
 
-def read_quality(root: Path) -> dict[str, float]:
+def read_quality(root: Path) -> dict[str, float] | None:
     """Headline numbers of the ``beirx quality`` report ``root/quality/quality.json``, per field.
 
     The share of flagged pairs and each method's own headline figures as the report recorded them
     (:meth:`~beirx.artifacts.quality.FieldQuality.figures`: mean similarity, share detected in the target language,
-    round-trip chrF...), for each field the report covers; ``{}`` when there is no (readable) report.
+    round-trip chrF...), for each field the report covers; ``{}`` for a report without such figures, None when there
+    is no (readable) report.
     """
     report = QualityReport.load_optional(QualityReport.path_in(root), "leaving it out of the card")
+    if report is None:
+        return None
     found: dict[str, float] = {}
-    for name, entry in (report.fields if report else {}).items():
+    for name, entry in report.fields.items():
         flagged = {"flagged share": entry.flagged_items / entry.pairs} if entry.pairs else {}
         found.update({f"{name} {label}": float(value) for label, value in {**flagged, **entry.figures()}.items()})
     return found
@@ -227,6 +230,9 @@ def _provenance_list(info: dict[str, Any]) -> str:
 def _quality_section(info: dict[str, Any]) -> str:
     if info.get("quality"):
         return _figures_table(info["quality"]) + "\n\nFrom the `beirx quality` report, kept in `provenance/quality/`."
+    if info.get("quality") is not None:
+        return "The `beirx quality` report, kept in `provenance/quality/`, has no headline figures (its `quality.md` " \
+               "has the details)."
     if info["provenance"].get("translator"):
         return "No quality report was found beside this translation (`beirx quality` writes one)."
     return "Not applicable: this dataset is not machine-translated."

@@ -35,7 +35,7 @@ from beirx.atomic import atomic_dir
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
 from beirx.data.records import Doc, Query
-from beirx.errors import BeirxError, require
+from beirx.errors import BeirxError, DataError, require
 from beirx.network import hub_call, is_network_error
 from beirx.publish import cards, verification
 
@@ -199,6 +199,7 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
     if eval_split not in splits:
         eval_split = "test" if "test" in splits else splits[0]
     repo_id = repo_id or f"{dataset.name.replace('/', '-')}-{dataset.lang}"
+    quality_dir = verified_quality(dataset.root)
     with atomic_dir(out_dir) as tmp:
         corpus_files, n_docs = _write_corpus(dataset.iter_corpus(), tmp, shard_rows)
         query_files, n_queries = _write_queries(dataset.queries.values(), tmp)
@@ -216,8 +217,7 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
         if manifest is not None:
             (tmp / "provenance").mkdir(exist_ok=True)
             shutil.copy2(manifest, tmp / "provenance" / manifest.name)
-        quality_dir = QualityReport.path_in(dataset.root).parent
-        if quality_dir.is_dir():
+        if quality_dir is not None:
             shutil.copytree(quality_dir, tmp / "provenance" / quality_dir.name)
         review = ReviewDocument.path_in(dataset.root)
         if review.is_file():  # the ratings' summary; the review database (with its secret) stays home
@@ -229,6 +229,21 @@ def export_dataset(dataset: BeirDataset, out_dir: Path | str, *, repo_id: str | 
     log.info("exported %s (%s): %d documents, %d queries, qrels %s -> %s", dataset.name, dataset.lang, n_docs,
              n_queries, ", ".join(splits), out_dir)
     return out_dir
+
+
+def verified_quality(root: Path) -> Path | None:
+    """The quality folder of the dataset in ``root`` when there is one, after verifying its report and every row of
+    its sidecar (:meth:`~beirx.artifacts.quality.QualityReport.load_verified`): the export copies the folder whole,
+    so a damaged or incomplete one stops the export, naming the file and line, and is never published."""
+    path = QualityReport.path_in(root)
+    if not path.parent.is_dir():
+        return None
+    if not path.is_file():
+        raise DataError(path, f"missing, though {path.parent} is there (beirx quality writes quality.json last, so an "
+                              "interrupted run leaves this): run beirx quality again, or move the folder away to "
+                              "publish without a quality report")
+    QualityReport.load_verified(path)
+    return path.parent
 
 
 # -- pushing ---------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import agreement, non_negative_int
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.review import ReviewDocument
@@ -43,9 +44,9 @@ class Verification:
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
     """The thresholds, for every command that states sample_creation (publish, mteb task)."""
-    group.add_argument("--min-review-items", type=int, default=MIN_ITEMS, metavar="N",
+    group.add_argument("--min-review-items", type=non_negative_int, default=MIN_ITEMS, metavar="N",
                        help=f"a human review counts as verification from N rated items (default {MIN_ITEMS})")
-    group.add_argument("--min-review-alpha", type=float, default=MIN_ALPHA, metavar="A",
+    group.add_argument("--min-review-alpha", type=agreement, default=MIN_ALPHA, metavar="A",
                        help=f"... and Krippendorff's alpha (adequacy) of at least A (default {MIN_ALPHA})")
 
 

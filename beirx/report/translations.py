@@ -4,21 +4,20 @@
 ``beirx translate`` writes ``translation.json`` into the translated folder and the quality report into
 ``<folder>/quality/quality.json``. The quality report's ``per_query_similarity`` (``{qid: cosine}``) is what
 relates translation quality to retrieval drop; a report without it (older files) still gives the
-dataset-level mean similarity. A malformed manifest or report is logged and left out, not fatal: the
-retrieval tables do not depend on it.
+dataset-level mean similarity. A malformed manifest is logged and left out, not fatal: the retrieval tables do
+not depend on it. A quality report is read with its sidecar verified
+(:meth:`~beirx.artifacts.quality.QualityReport.load_verified`): a damaged one stops the report, naming the file
+and line, since its analysis would otherwise rest on fewer rows than the report describes.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.report.load import Result
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ def read_translation(folder: str | Path, quality_path: str | Path | None = None)
     folder = Path(folder)
     manifest = TranslationManifest.load_optional(TranslationManifest.path_in(folder))
     qpath = Path(quality_path) if quality_path else QualityReport.path_in(folder)
-    quality = QualityReport.load_optional(qpath)
+    quality = _quality(qpath) if quality_path or qpath.is_file() else None
     if manifest is None and quality is None:
         return None
     return Translation(str(folder), manifest, quality, str(qpath) if quality else None)
@@ -60,11 +59,13 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             if translation is not None:
                 found[folder] = translation
     for path in extra_quality:
-        report = QualityReport.load_optional(path)
-        if report is None:
-            log.warning("ignoring %s: not a quality report", path)
-            continue
+        report = _quality(Path(path))
         folder = report.translated.path
         base = found.get(folder) or (read_translation(folder) if Path(folder).is_dir() else None)
         found[folder] = Translation(folder, base.manifest if base else None, report, str(path))
     return found
+
+
+def _quality(path: Path) -> QualityReport:
+    """The quality report in ``path``, its sidecar verified."""
+    return QualityReport.load_verified(path)

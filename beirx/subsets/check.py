@@ -29,7 +29,7 @@ from pathlib import Path
 from beirx.artifacts.subset import PoolSystem, RankingCheck, Resolution, SubsetManifest, Swap, SystemAgreement
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError
+from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults
 from beirx.evaluate.runner import evaluate_system
 from beirx.evaluate.stages import Stages
@@ -159,12 +159,14 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
     """Evaluate ``systems`` on ``full`` and ``subset`` (run and results files under ``output/full`` and
     ``output/subset``), compare the orderings, and record the check in the subset's ``subset.json``."""
     from beirx.data.catalogue import ignore_identical_ids_for
+    from beirx.subsets.system_args import refuse_repeats
 
     manifest = subset.subset
     if manifest is None:
         raise BeirxError(f"{subset.root} is not a beirx subset (no subset.json); make one with  beirx subset")
     if len(systems) < 2:
         raise BeirxError("the ranking check compares at least two systems (four or more make tau meaningful)")
+    refuse_repeats(systems)
     full_checksum = full.checksum()
     if full_checksum != manifest.source.checksum:
         raise BeirxError(f"{full.root} is not the dataset {subset.root} was cut from (checksum {full_checksum}, "
@@ -174,6 +176,7 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
     ignore = ignore_identical_ids_for(full.name)
     sides = {"full": (full, Stages(full, pack, split, top_k, ignore, show_progress, use_cache)),
              "subset": (subset, Stages(subset, pack, split, top_k, ignore, show_progress, use_cache))}
+    sides["full"][1].load_run_files(systems.values())  # a run of another dataset stops here, before any work
     scores: dict[str, list[float]] = {"full": [], "subset": []}
     paths, per_query = [], []
     restricted = _Restrict(subset, output / "subset" / "runs")
@@ -219,7 +222,10 @@ class _Restrict:
             self._docs = {doc.id for doc in beir_io.iter_corpus(self.subset.corpus_path)}
         queries = set(self.subset.subset.query_ids)
         run = read_trec(path, queries=queries)
+        kept = {qid: {d: s for d, s in docs.items() if d in self._docs} for qid, docs in run.items()}
+        if not any(kept.values()):
+            raise DataError(path, f"none of the documents it retrieves for the subset's {len(queries)} queries is in "
+                                  f"the subset's corpus ({self.subset.root}): the subset cannot rank this run")
         target = self.folder / path.name
-        write_trec(target, {qid: {d: s for d, s in docs.items() if d in self._docs} for qid, docs in run.items()},
-                   tag=f"{path.stem}-subset")
+        write_trec(target, kept, tag=f"{path.stem}-subset")
         return target

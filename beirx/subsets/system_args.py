@@ -5,8 +5,8 @@ Spelling (one word each, so lists stay shell-friendly):
 - ``bm25``, ``dense``: a retriever with its defaults;
 - ``dense:MODEL``: the retriever's ``model`` (a folder or Hub id);
 - ``bm25:fields=flat``, ``dense:model=M,backend=onnx,quantize=int8``: the retriever's parameters (those of
-  its ``beirx eval`` flags, by constructor name; numbers and true/false are converted); a key the
-  constructor does not take is refused here, naming the keys it does take;
+  its ``beirx eval`` flags, by constructor name), read as its flags read them (a number's range, NaN and infinity
+  refused); a key the constructor does not take is refused here, naming the keys it does take;
 - a path to an existing TREC run file.
 
 Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
@@ -37,7 +37,10 @@ def _number(value: str | bool) -> Any:
 
 
 def parse_system(spec: str) -> System:
-    """The system ``spec`` names (see the module doc); unknown names list the choices."""
+    """The system ``spec`` names (see the module doc); unknown names list the choices; parameters are checked
+    as the retriever's flags check them (:func:`beirx.evaluate.params.checked_params`), before any work."""
+    from beirx.evaluate.params import checked_params
+
     text = spec.strip()
     path = Path(text).expanduser()
     if path.is_file():
@@ -55,31 +58,17 @@ def parse_system(spec: str) -> System:
                 key, value = key_value(item)
             except argparse.ArgumentTypeError as error:
                 raise BeirxError(f"system {spec!r}: {error} after ':'") from None
-            params[key] = _number(value)
-    _check_keys(spec, name, params)
-    return SystemSpec(name, params)
-
-
-# set by beirx itself when it builds a retriever, never by a system's spelling
-_INTERNAL = {"self", "pack", "use_cache", "show_progress"}
-
-
-def _check_keys(spec: str, name: str, params: dict[str, Any]) -> None:
-    """Refuse keys the retriever's constructor does not take, before anything is indexed or written."""
-    signature = inspect.signature(RETRIEVERS.get(name).__init__)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
-        return
-    allowed = sorted(set(signature.parameters) - _INTERNAL)
-    for key in params:
-        if key not in allowed:
-            raise BeirxError(f"system {spec!r}: {name} has no parameter {key!r}; its keys are {', '.join(allowed)}")
+            params[key] = value
+    return SystemSpec(name, checked_params(RETRIEVERS.get(name), params, f"system {spec!r}", loose=_number))
 
 
 def parse_pool(specs: list[str]) -> dict[str, System]:
     """Pooling systems by their spelling (recorded as such in the manifest)."""
     if len(set(specs)) != len(specs):
         raise BeirxError("a pooling system is given twice")
-    return {spec: parse_system(spec) for spec in specs}
+    systems = {spec: parse_system(spec) for spec in specs}
+    refuse_repeats(systems)
+    return systems
 
 
 def parse_systems(specs: list[str]) -> dict[str, System]:
@@ -95,3 +84,31 @@ def parse_systems(specs: list[str]) -> dict[str, System]:
             raise BeirxError(f"system {spec!r} is given twice")
         systems[label] = system
     return systems
+
+
+def refuse_repeats(systems: dict[str, System]) -> None:
+    """Refuse a system given twice under two names: a run file by content (another path, a link, a copy), a
+    retriever by its checked parameters (``bm25:k1=1.2`` and ``bm25:k1=1.20``). Counted twice, it would make
+    pooling or a ranking check agree with itself."""
+    from beirx.checksums import corpus_checksum
+
+    seen: dict[Any, tuple[str, System]] = {}
+    for name, system in systems.items():
+        if isinstance(system, RunFileSpec):
+            key: Any = ("run", corpus_checksum(Path(system.path)))
+        elif isinstance(system, SystemSpec):
+            key = ("retriever", system.retriever, tuple(sorted((k, repr(v)) for k, v in system.params.items())))
+        else:
+            continue
+        if key in seen:
+            first, earlier = seen[key]
+            if isinstance(system, RunFileSpec):
+                raise BeirxError(f"{system.path} is the same run as {earlier.path} (identical content): a system "
+                                 "counted twice makes the systems agree with themselves; give each run once")
+            raise BeirxError(f"system {_spelling(name, system)!r} is the same system as {_spelling(first, earlier)!r}: a "
+                             "system counted twice makes the systems agree with themselves; give each once")
+        seen[key] = (name, system)
+
+
+def _spelling(name: str, system: System) -> str:
+    return system.name or name

@@ -57,8 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import non_negative_float, non_negative_int, positive_int, seed, unit_float
 from beirx.checksums import cache_key
-from beirx.errors import DataError
+from beirx.errors import BeirxError, DataError
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, THRESHOLD
 from beirx.translate.planning import FIELDS
 
@@ -172,10 +173,30 @@ def _strings(path: Path, value: Any, key: str) -> list[str]:
     return list(value)
 
 
-def _int(path: Path, table: dict, key: str, minimum: int) -> None:
-    value = table.get(key)
-    _check(path, value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= minimum),
-           f"'{key}' must be an integer >= {minimum}, got {value!r}")
+# each section's numbers, read as the flags of the same name read them
+_NUMBERS = {"subset": {"queries": positive_int, "depth": non_negative_int, "max_docs": positive_int, "seed": seed,
+                       "tau_threshold": unit_float},
+            "translate": {"batch_size": positive_int, "max_cost": non_negative_float},
+            "quality": {"max_items": positive_int}, "mteb": {"batch_size": positive_int}}
+
+
+def _numbers(path: Path, section: str, table: dict) -> None:
+    from beirx.evaluate.params import read_option
+
+    for key, parse in _NUMBERS.get(section, {}).items():
+        if table.get(key) is not None:
+            try:
+                read_option(key, table[key], parse, f"[{section}] ")
+            except BeirxError as exc:
+                raise DataError(path, str(exc)) from None
+
+
+def _systems(path: Path, specs: list[str], parse) -> None:
+    """Systems spelled in ``[subset]``, checked as ``beirx subset`` checks them (a bad parameter is named now)."""
+    try:
+        parse(specs)
+    except BeirxError as exc:
+        raise DataError(path, f"[subset] {exc}") from None
 
 
 def _sections(path: Path, data: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
@@ -189,17 +210,18 @@ def _sections(path: Path, data: dict[str, Any]) -> dict[str, dict[str, Any] | No
         extra = set(table) - keys
         _check(path, not extra, f"[{section}]: unknown keys {sorted(extra)}; expected some of {sorted(keys)}")
         tables[section] = data.get(section, None if section == "subset" else {})
+    for section, table in tables.items():
+        _numbers(path, section, table or {})
     subset = tables["subset"]
     if subset is not None:
-        for key, minimum in (("queries", 1), ("depth", 0), ("max_docs", 1), ("seed", -2 ** 63)):
-            _int(path, subset, key, minimum)
-        for key in ("pool", "check"):
+        from beirx.subsets.system_args import parse_pool, parse_systems
+
+        for key, parse in (("pool", parse_pool), ("check", parse_systems)):
             if key in subset:
-                _strings(path, subset[key], f"subset.{key}")
+                _systems(path, _strings(path, subset[key], f"subset.{key}"), parse)
     translate = tables["translate"]
     _check(path, isinstance(translate.get("translator"), str), "[translate] needs 'translator' (e.g. apertium)")
     _check(path, isinstance(translate.get("options", {}), dict), "[translate] 'options' must be a table")
-    _int(path, translate, "batch_size", 1)
     quality = tables["quality"]
     steps = _strings(path, quality["steps"], "quality.steps") if quality.get("steps") else []
     _check(path, set(steps) <= set(QUALITY_STEPS), f"[quality] steps must be among {', '.join(QUALITY_STEPS)}")

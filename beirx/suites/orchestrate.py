@@ -28,7 +28,7 @@ from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.suite import SuiteState, SuiteStep
 from beirx.data.dataset import BeirDataset
 from beirx.data.front_matter import read_front_matter
-from beirx.errors import BeirxError
+from beirx.errors import BeirxError, DataError
 from beirx.provenance import environment_versions
 from beirx.suites.config import Suite, SuiteDataset
 
@@ -209,8 +209,13 @@ class SuiteBuilder:
         def verify(path: Path) -> str | None:
             if not report:
                 return dataset_checksum(path)
-            found = QualityReport.load_optional(path)
-            return found.translated.checksum if found else None
+            if not path.is_file():
+                return None
+            try:  # a damaged report or sidecar is no result: the step runs again
+                return QualityReport.load_verified(path).translated.checksum
+            except DataError as exc:
+                log.warning("%s; the quality step runs again", exc)
+                return None
 
         def work():
             details: dict[str, Any] = {}

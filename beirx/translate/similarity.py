@@ -6,7 +6,8 @@ encoder maps a sentence and its faithful translation close together, so a low sc
 translation that lost or changed meaning. Any sentence-transformers model works (local folder or Hub id);
 models trained with prefixes get them from their own config (E5: ``"query: "`` for queries and
 ``"passage: "`` for documents, Wang et al., 2022) — the same prefix on both sides, so the comparison
-stays symmetric.
+stays symmetric. The Universal Sentence Encoder Multilingual (``use-multilingual-v3``,
+:mod:`beirx.models.use_encoder`) works too: a second opinion from a model of another design.
 
 Embeddings are cached per (model, revision, prompt, max length, exact texts) with the shared
 :class:`~beirx.models.embeddings_cache.EmbeddingCache`: encoding is length-sorted (little padding),
@@ -32,6 +33,8 @@ from beirx.models.checks import checked_model
 from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
+from beirx.models.use_encoder import UseEncoder, use_model_files
+from beirx.models.use_encoder import implementation as use_implementation
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +54,15 @@ class PairEncoder:
 
     def __init__(self, model: str = DEFAULT_ENCODER, revision: str | None = None, batch_size: int = 32,
                  max_length: int | None = None, use_cache: bool = True, show_progress: bool = True):
-        require("sentence_transformers", "translate", _FEATURE)
-        self.files = checked_model(model, "bi-encoder", revision, "encoder", "translation similarity")
-        self.prompts = model_prompts(self.files)
-        self.max_length = int(max_length or max_seq_length(self.files))
+        use_files = use_model_files(model)  # the Universal Sentence Encoder (whole texts, no prompts), or None
+        self.use = use_files is not None
+        if self.use:
+            self.files, self.prompts, self.max_length = use_files, {}, None
+        else:
+            require("sentence_transformers", "translate", _FEATURE)
+            self.files = checked_model(model, "bi-encoder", revision, "encoder", "translation similarity")
+            self.prompts = model_prompts(self.files)
+            self.max_length = int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)
         self.use_cache = use_cache
         self.show_progress = show_progress
@@ -65,6 +73,9 @@ class PairEncoder:
                 "max_length": self.max_length, "similarity": "cosine"}
 
     def _load(self):
+        if self.use:
+            self._model = self._model or UseEncoder(self.files.folder)
+            return self._model
         if self._model is None:
             require("torch", "translate", _FEATURE)
             self._model = sentence_transformer(self.files.folder, choose_device(None), feature=_FEATURE)
@@ -83,7 +94,8 @@ class PairEncoder:
             return np.zeros((0, 0), dtype=np.float32)
         if not self.use_cache:
             return self._encode(texts, prompt)
-        key = cache_key(self.files.name, self.files.revision, prompt, self.max_length, texts_checksum(texts))
+        parts = [self.files.name, self.files.revision, prompt, self.max_length, texts_checksum(texts)]
+        key = cache_key(*parts, use_implementation()) if self.use else cache_key(*parts)
         cache = EmbeddingCache(cache_dir("embeddings"), label, key)
         if cache.exists():
             log.info("similarity embeddings of %d texts from cache %s", len(texts), cache.folder)

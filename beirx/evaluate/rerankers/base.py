@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from beirx.argtypes import positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
@@ -46,6 +47,16 @@ class Reranker(ABC):
     FLAGS: ClassVar[dict[str, tuple[str, Any, str]]] = {}
     #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
     shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
+    #: Typed constructor parameters without a flag of their own (a grid file sets them): parameter -> argparse type
+    #: or tuple of choices, as in :attr:`FLAGS` (:func:`beirx.evaluate.params.checked_params`).
+    PARAMS: ClassVar[dict[str, Any]] = {"batch_size": positive_int, "max_length": positive_int}
+    #: Constructor parameters beirx sets itself, never a grid file.
+    INTERNAL: ClassVar[tuple[str, ...]] = ("lang", "show_progress", "use_cache", "llm")
+
+    @classmethod
+    def param_types(cls) -> dict[str, Any]:
+        """Every typed constructor parameter: :attr:`PARAMS` and :attr:`FLAGS`' types."""
+        return {**cls.PARAMS, **{param: kind for param, (_, kind, _) in cls.FLAGS.items()}}
 
     @classmethod
     def add_arguments(cls, group) -> None:
@@ -73,6 +84,18 @@ class Reranker(ABC):
 
     device: Any = None
     """The torch device the model runs on (set by subclasses)."""
+
+    def not_finite_advice(self) -> str:
+        """What to do about a score that is not a finite number, which no ranking can use: half precision can
+        overflow (float32 cannot); a server's answers are its own (the LLM client names a broken one first)."""
+        description = self.describe()
+        dtype = str(description.get("dtype") or "")
+        if dtype in ("float16", "bfloat16"):
+            return f"a numerical overflow in {dtype}? rerun with dtype='float32'"
+        if self.device_name is None and description.get("base_url"):
+            return (f"the server {description['base_url']} (model {description.get('model')}) sent it: rerun to retry, "
+                    "or use another server")
+        return "the model's output is not a number (its weights?)"
 
     @property
     def device_name(self) -> str | None:
@@ -165,9 +188,10 @@ class PairwiseReranker(Reranker):
                 if len(scores) != len(chunk):
                     raise RuntimeError(f"{type(self).__name__}.score_pairs returned {len(scores)} scores "
                                        f"for {len(chunk)} pairs")
-                if any(math.isnan(s) for s in scores):
-                    raise BeirxError(f"{self.name} produced NaN scores (numerical overflow in half precision?); "
-                                     "rerun with dtype='float32'")
+                broken = next((s for s in scores if not math.isfinite(s)), None)
+                if broken is not None:
+                    raise BeirxError(f"{self.name} produced a score that is not a finite number ({broken}): "
+                                     f"{self.not_finite_advice()}")
                 chunk_scores = dict(zip(chunk, scores))
                 if cache is not None:
                     cache.put_many(chunk_scores)

@@ -31,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from beirx.argtypes import positive_int
 from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.colbert_checkpoint import read_checkpoint
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 
 
 class ColbertReranker(PairwiseReranker):
+    PARAMS = {**PairwiseReranker.PARAMS, "query_maxlen": positive_int}
     name = "colbert"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,

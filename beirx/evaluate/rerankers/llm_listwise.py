@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from beirx.argtypes import non_negative_float, positive_int
+from beirx.argtypes import non_negative_float, positive_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Reranker
@@ -64,6 +64,7 @@ class _Ranking:
 class LLMListwiseReranker(LLMReranker, Reranker):
     name = "llm-listwise"
     not_score_defining = (*Reranker.not_score_defining, "usage")
+    PARAMS = {**Reranker.PARAMS, "max_tokens": positive_int, "timeout": positive_float, "chunk_queries": positive_int}
     FLAGS = {"window": ("--llm-window", positive_int, "passages per window"),
              "step": ("--llm-step", positive_int, "window step"),
              "passage_words": ("--llm-passage-words", positive_int, "words kept of each passage"),

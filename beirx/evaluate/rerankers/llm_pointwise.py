@@ -25,7 +25,7 @@ import numpy as np
 from collections.abc import Callable
 from typing import Any
 
-from beirx.argtypes import positive_int
+from beirx.argtypes import positive_float, positive_int
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches
@@ -38,6 +38,7 @@ SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the 
 
 class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
     name = "llm-pointwise"
+    PARAMS = {**PairwiseReranker.PARAMS, "concurrency": positive_int, "timeout": positive_float}
     FLAGS = {"max_length": ("--llm-max-length", positive_int, "tokens per prompt; longer documents are cut"),
              "score": ("--llm-score", tuple(SCORES), "log P(yes) over the vocabulary (yes), or normalised over the "
                                                      "yes and no tokens (yes-no, as monoT5)")}

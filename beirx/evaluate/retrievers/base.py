@@ -24,6 +24,12 @@ class Retriever(ABC):
     name: ClassVar[str]
     #: The :mod:`beirx.models.checks` kind of its ``model`` folder, checked before any work (None: no model folder).
     model_kind: ClassVar[str | None] = None
+    #: Constructor parameter -> its argparse type (:mod:`beirx.argtypes`) or a tuple of choices: how its flag, a
+    #: system's spelling and a grid file read it (:func:`beirx.evaluate.params.checked_params`). Declared once:
+    #: the flags take their types from here.
+    PARAMS: ClassVar[dict[str, Any]] = {}
+    #: Constructor parameters beirx sets itself, never a system's spelling.
+    INTERNAL: ClassVar[tuple[str, ...]] = ("pack", "use_cache", "show_progress")
     loaded_from_cache: bool = False
     """True when :meth:`index` loaded a cached index instead of building one."""
     encode_seconds: float | None = None
@@ -36,6 +42,11 @@ class Retriever(ABC):
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
         """Add this retriever's ``beirx eval`` flags to ``group`` (none by default)."""
+
+    @classmethod
+    def param_types(cls) -> dict[str, Any]:
+        """:attr:`PARAMS`."""
+        return dict(cls.PARAMS)
 
     @classmethod
     def params_from_args(cls, args: argparse.Namespace) -> dict[str, Any]:

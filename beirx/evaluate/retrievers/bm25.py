@@ -96,6 +96,7 @@ class _FieldIndex:
 
 class BM25Retriever(Retriever):
     name = "bm25"
+    PARAMS = {**bm25_conventions.TYPES, "preset": tuple(bm25_conventions.PRESETS)}
 
     @classmethod
     def add_arguments(cls, group) -> None:

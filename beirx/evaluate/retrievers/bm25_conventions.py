@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beirx.argtypes import non_negative_float, option, unit_float
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.length_norms import LENGTH_NORMS
 
@@ -31,6 +32,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "pyserini-multifield": {"k1": 0.9, "b": 0.4, "fields": "multifield", "combine": "sum"},
 }
 DEFAULTS: dict[str, Any] = {**PRESETS["elasticsearch"], "length_norm": "lucene"}
+TYPES: dict[str, Any] = {"k1": non_negative_float, "b": unit_float, "tie_breaker": unit_float, "fields": FIELD_MODES,
+                         "combine": COMBINES, "length_norm": LENGTH_NORMS}
+"""Each setting's argparse type or choices: its flag, a system's spelling and :func:`bm25_settings` read it so."""
 
 
 def bm25_settings(preset: str | None = None, **given: Any) -> dict[str, Any]:
@@ -43,19 +47,19 @@ def bm25_settings(preset: str | None = None, **given: Any) -> dict[str, Any]:
         raise TypeError(f"unknown BM25 settings: {', '.join(sorted(unknown))}")
     explicit = {k: v for k, v in given.items() if v is not None}
     settings = {**DEFAULTS, **PRESETS.get(preset or "elasticsearch", {}), **explicit}
-    for key, allowed in (("fields", FIELD_MODES), ("combine", COMBINES), ("length_norm", LENGTH_NORMS)):
-        if settings[key] not in allowed:
-            raise BeirxError(f"BM25 {key} must be one of {', '.join(allowed)}, got {settings[key]!r}")
+    for key, kind in TYPES.items():
+        if isinstance(kind, tuple):
+            if settings[key] not in kind:
+                raise BeirxError(f"BM25 {key} must be one of {', '.join(kind)}, got {settings[key]!r}")
+        else:
+            settings[key] = option("BM25", key, settings[key], kind)
     if settings["combine"] == "sum" and "tie_breaker" in explicit:
         raise BeirxError("a tie-breaker applies to --multifield-combine best_fields only, not to sum")
-    settings.update(k1=float(settings["k1"]), b=float(settings["b"]), tie_breaker=float(settings["tie_breaker"]))
     return settings
 
 
 def add_arguments(group) -> None:
-    """``beirx eval`` flags of the BM25 conventions; unset flags stay None so a preset can fill them."""
-    from beirx.argtypes import non_negative_float, unit_float
-
+    """``beirx eval`` flags of the BM25 conventions (:data:`TYPES`); unset flags stay None so a preset can fill them."""
     def default(key: str) -> str:
         return f"default {DEFAULTS[key]}"
 
@@ -63,18 +67,18 @@ def add_arguments(group) -> None:
                        help="set k1, b, fields and the field combination as one toolkit does (docs/bm25.md): "
                             "elasticsearch (the default values: BEIR's, BEIR-PL's), pyserini-flat (SciFact "
                             "nDCG@10 0.6789), pyserini-multifield (0.6647); flags given as well override it")
-    group.add_argument("--k1", type=non_negative_float, default=None, help=f"BM25 k1 ({default('k1')})")
-    group.add_argument("--b", type=unit_float, default=None, help=f"BM25 b ({default('b')})")
-    group.add_argument("--fields", choices=FIELD_MODES, default=None,
+    group.add_argument("--k1", type=TYPES["k1"], default=None, help=f"BM25 k1 ({default('k1')})")
+    group.add_argument("--b", type=TYPES["b"], default=None, help=f"BM25 b ({default('b')})")
+    group.add_argument("--fields", choices=TYPES["fields"], default=None,
                        help="flat: title + text in one field; multifield: title and text scored as separate "
                             f"fields ({default('fields')})")
-    group.add_argument("--multifield-combine", choices=COMBINES, default=None,
+    group.add_argument("--multifield-combine", choices=TYPES["combine"], default=None,
                        help="how multifield combines the field scores: best_fields (Elasticsearch multi_match: "
                             "the best field + tie-breaker x the others; BEIR, BEIR-PL) or sum (Anserini/Pyserini "
                             f"multifield) ({default('combine')})")
-    group.add_argument("--tie-breaker", type=unit_float, default=None,
+    group.add_argument("--tie-breaker", type=TYPES["tie_breaker"], default=None,
                        help=f"best_fields tie-breaker ({default('tie_breaker')}, BEIR's)")
-    group.add_argument("--length-norm", choices=LENGTH_NORMS, default=None,
+    group.add_argument("--length-norm", choices=TYPES["length_norm"], default=None,
                        help="lucene: document lengths as Lucene's one-byte norms, as Lucene, Elasticsearch, "
                             "OpenSearch, Anserini and Pyserini score (default); exact: true lengths, as bm25s "
                             "and rank_bm25 score (and beirx did before this option)")

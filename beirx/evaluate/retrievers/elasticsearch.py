@@ -31,7 +31,7 @@ import os
 import re
 from typing import Any
 
-from beirx.argtypes import non_negative_int, positive_float, positive_int
+from beirx.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from beirx.checksums import cache_key
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
@@ -57,6 +57,10 @@ _ANALYSIS_ERROR = re.compile(r"unknown (filter|analyzer|tokenizer|char_filter) t
 class ElasticsearchRetriever(Retriever):
     name = "elasticsearch"
     device_name = "remote"
+    PARAMS = {**{key: bm25_conventions.TYPES[key] for key in ("k1", "b", "tie_breaker", "fields")},
+              "analysis": es_bodies.ANALYSIS_MODES, "shards": positive_int, "replicas": non_negative_int,
+              "timeout": positive_float, "bulk_size": positive_int, "bulk_retries": non_negative_int,
+              "bulk_backoff": non_negative_float, "msearch_batch": positive_int, "page_size": positive_int}
 
     @classmethod
     def add_arguments(cls, group) -> None:
@@ -335,18 +339,22 @@ def add_cli_arguments(group) -> None:
     group.add_argument("--es-url", default=None,
                        help=f"cluster URL (default ${ENV_URL} or {DEFAULT_URL}); credentials come from the "
                             "environment: BEIRX_ES_API_KEY, or BEIRX_ES_USER and BEIRX_ES_PASSWORD")
-    group.add_argument("--es-analysis", choices=es_bodies.ANALYSIS_MODES, default="server",
+    group.add_argument("--es-analysis", choices=ElasticsearchRetriever.PARAMS["analysis"], default="server",
                        help="server: the cluster analyses with the language pack's analyzer (default); client: "
                             "beirx analyses and the cluster indexes the tokens (no plugins needed)")
     group.add_argument("--es-ca-certs", default=None, metavar="PEM", help="CA certificate(s) for an https cluster")
     group.add_argument("--es-verify", action=argparse.BooleanOptionalAction, default=True,
                        help="verify the cluster's TLS certificate (default yes)")
-    group.add_argument("--es-shards", type=positive_int, default=1, help="primary shards of a new index (default 1)")
-    group.add_argument("--es-replicas", type=non_negative_int, default=0, help="replicas per shard (default 0)")
+    types = ElasticsearchRetriever.PARAMS
+    group.add_argument("--es-shards", type=types["shards"], default=1, help="primary shards of a new index (default 1)")
+    group.add_argument("--es-replicas", type=types["replicas"], default=0, help="replicas per shard (default 0)")
     group.add_argument("--es-index-prefix", default="beirx", help="prefix of index names (default beirx)")
-    group.add_argument("--es-timeout", type=positive_float, default=120.0, help="request timeout in seconds (default 120)")
-    group.add_argument("--es-bulk-size", type=positive_int, default=500, help="documents per bulk request (default 500)")
-    group.add_argument("--es-msearch-batch", type=positive_int, default=64, help="queries per _msearch (default 64)")
+    group.add_argument("--es-timeout", type=types["timeout"], default=120.0, help="request timeout in seconds (default "
+                                                                                "120)")
+    group.add_argument("--es-bulk-size", type=types["bulk_size"], default=500, help="documents per bulk request (default "
+                                                                                   "500)")
+    group.add_argument("--es-msearch-batch", type=types["msearch_batch"], default=64, help="queries per _msearch "
+                                                                                          "(default 64)")
 
 
 def params_from_args(args) -> dict[str, Any]:

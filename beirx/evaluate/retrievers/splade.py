@@ -63,16 +63,18 @@ _INDEX_FORMAT = 1
 class SpladeRetriever(Retriever):
     name = "splade"
     model_kind = "masked-lm"
+    PARAMS = {"max_length": positive_int, "query_max_length": positive_int, "batch_size": positive_int,
+              "checkpoint_batches": positive_int, "query_encoding": QUERY_ENCODINGS, "pooling": POOLINGS}
 
     @classmethod
     def add_arguments(cls, group) -> None:
         group.add_argument("--splade-query-model", help="a separate SPLADE query encoder (same vocabulary); default: "
                                                         "--model encodes queries too")
-        group.add_argument("--splade-query-encoding", choices=QUERY_ENCODINGS, default="model",
+        group.add_argument("--splade-query-encoding", choices=cls.PARAMS["query_encoding"], default="model",
                            help="tokens: queries as their word pieces (weight = count), for document-only models")
-        group.add_argument("--splade-pooling", choices=POOLINGS, default="max",
+        group.add_argument("--splade-pooling", choices=cls.PARAMS["pooling"], default="max",
                            help="pooling of token weights: max (SPLADE v2/++, default) or sum (SPLADE v1)")
-        group.add_argument("--splade-query-max-length", type=positive_int,
+        group.add_argument("--splade-query-max-length", type=cls.PARAMS["query_max_length"],
                            help="tokens per query (default: the document --max-length)")
         # the encoder flags are the dense group's, declared once there (dense.encoder_params): --model,
         # --model-revision, --max-length (default 256 here) and --batch-size

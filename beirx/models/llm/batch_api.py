@@ -4,7 +4,9 @@ A batch is a JSONL file of requests, each ``{"custom_id", "method": "POST", "url
 (:meth:`~beirx.models.llm.calls.Request.body`), uploaded with purpose ``batch``; the batch is polled until
 ``completed`` (or ``failed``/``expired``/``cancelled``) and its output (and error) files hold one line per
 request: ``{"custom_id", "response": {"status_code", "body"}, "error"}``. These calls run on the client's
-loop and connection pool; the caller keeps the ids so a killed run finds its batch again.
+loop and connection pool, retried as the live requests are (429 and 5xx answers, timeouts and dropped
+connections, waiting what ``Retry-After`` says: :meth:`~beirx.models.llm.client.LLMClient.retrying`); the caller
+keeps the ids so a killed run finds its batch again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from beirx.errors import require
 from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request
-from beirx.models.llm.client import LLMClient, LLMError, LLMRequestError, TransportError, server_message
+from beirx.models.llm.client import LLMClient, LLMError, LLMRequestError, TransportError
 
 DONE = ("completed", "failed", "expired", "cancelled")
 
@@ -72,16 +74,15 @@ class BatchAPI:
         return out
 
     def _run(self, call):
-        openai = require("openai", "llm", "the OpenAI Batch API")
-        try:
-            return self.client.schedule(call(self.client.openai_client())).result()
-        except openai.APIStatusError as exc:
-            where = self.client.where()
-            if exc.status_code in (404, 405, 501):
-                raise LLMRequestError(f"{where} has no Batch API (HTTP {exc.status_code} from {exc.request.url.path}):"
-                                      " run without --batch", exc.status_code) from None
-            raise LLMRequestError(f"{where}: Batch API request failed with HTTP {exc.status_code} "
-                                  f"({self.client.scrub(server_message(exc))})", exc.status_code) from None
-        except openai.APIConnectionError as exc:
-            raise TransportError(f"{self.client.where()}: Batch API request failed "
-                                 f"({self.client.scrub(str(exc.__cause__ or exc))})") from None
+        """``call(openai.AsyncOpenAI)``'s result, with the live path's retries (:meth:`LLMClient.retrying`)."""
+        require("openai", "llm", "the OpenAI Batch API")
+        openai_client = self.client.openai_client()
+        return self.client.schedule(self.client.retrying(lambda attempt: call(openai_client), self._refused)).result()
+
+    def _refused(self, exc, last: str) -> LLMRequestError:
+        """A status that is not worth retrying (a 404 from a server without the Batch API, a 400 ...)."""
+        where = self.client.where()
+        if exc.status_code in (404, 405, 501):
+            return LLMRequestError(f"{where} has no Batch API (HTTP {exc.status_code} from {exc.request.url.path}): "
+                                   "run without --batch", exc.status_code)
+        return LLMRequestError(f"{where}: Batch API request failed with {last}", exc.status_code)

@@ -29,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +48,8 @@ from beirx.redact import redact_text, redact_url, remember_secret
 from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: Alternatives asked for the first token when reading label log-probabilities (OpenAI's maximum).
 TOP_LOGPROBS = 20
@@ -127,6 +130,11 @@ class LLMClient(LLM):
             if not reply.top_logprobs:
                 raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
                                      "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")
+            broken = next(((token, p) for token, p in reply.top_logprobs if not math.isfinite(p)), None)
+            if broken is not None:  # a listed token has a probability above 0: its log is a finite number
+                raise LLMAnswerError(f"{self.where()} returned a log-probability that is not a finite number "
+                                     f"({broken[1]}) for the token {broken[0]!r}: no score can be computed from it; "
+                                     "a fault of the server: rerun to retry, or use another server")
             floor = min(p for _, p in reply.top_logprobs)
             found = {name: [p for token, p in reply.top_logprobs if token.strip() in words]
                      for name, words in labels.items()}
@@ -167,20 +175,38 @@ class LLMClient(LLM):
         super().close()
 
     async def _answer(self, request: Request) -> Reply:
+        try:
+            return await self.retrying(lambda attempt: self._send(request, attempt))
+        except BadAnswer as exc:
+            error = partial(LLMAnswerError, f"{self.where()} answered {PATHS[request.kind]} with something that is "
+                            f"not a completion: {self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it "
+                            f"usually ends in /v1), and --api ({request.kind}) one it serves?")
+            self._fatal = self._fatal or error
+            raise error() from None
+
+    async def retrying(self, attempt: Callable[[int], Awaitable[T]],
+                       refused: Callable[[Any, str], LLMError] | None = None) -> T:
+        """``await attempt(n)`` (n = 1, 2, ...) until it succeeds, within the concurrency limit and the breaker:
+        429, 5xx (:data:`~beirx.retry.RETRY_STATUSES`), timeouts and dropped connections are retried by the
+        :class:`~beirx.retry.RetryPolicy`, waiting ``Retry-After``/``retry-after-ms`` when the server says; another
+        status raises ``refused(exc, "HTTP 400 (message)")`` (default: :class:`LLMRequestError`), and a request out
+        of attempts :class:`TransportError`. Every call to the server goes through here (completions, the Batch API).
+        Call it on the client's loop, after :meth:`openai_client`."""
         openai, httpx = self._openai_module, self._httpx
         last = ""
-        for attempt in range(self.policy.attempts):
+        for number in range(self.policy.attempts):
             self._check_breaker()
             wait_hint = None
             try:
                 async with self._limiter:
                     self._check_breaker()
-                    reply = await self._send(request, attempt + 1)
+                    result = await attempt(number + 1)
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last = f"HTTP {status}" + (f" ({self.scrub(server_message(exc))})" if server_message(exc) else "")
                 if status not in RETRY_STATUSES:
-                    error = partial(LLMRequestError, f"{self.where()}: {last}", status)
+                    error = partial(refused, exc, last) if refused else partial(LLMRequestError, f"{self.where()}: "
+                                                                                                 f"{last}", status)
                     self._fatal = self._fatal or (error if status in (401, 403) else None)
                     raise error() from None
                 kind = "rate_limited" if status == 429 else "server_error"
@@ -190,23 +216,17 @@ class LLMClient(LLM):
                                         f"{self.endpoint.total_seconds:g} s"
             except (openai.APIConnectionError, httpx.TransportError, _Dropped) as exc:
                 kind, last = "connection", f"connection failed ({self.scrub(str(exc.__cause__ or exc))})"
-            except BadAnswer as exc:
-                error = partial(LLMAnswerError, f"{self.where()} answered {PATHS[request.kind]} with something that is "
-                                f"not a completion: {self.scrub(str(exc))}. Is --base-url an OpenAI-compatible API (it "
-                                f"usually ends in /v1), and --api ({request.kind}) one it serves?")
-                self._fatal = self._fatal or error
-                raise error() from None
             else:
                 self.breaker.success()
-                return reply
-            if kind != "rate_limited" and self.breaker.failure(last, gave_up=attempt + 1 == self.policy.attempts):
+                return result
+            if kind != "rate_limited" and self.breaker.failure(last, gave_up=number + 1 == self.policy.attempts):
                 self._check_breaker()
-            if attempt + 1 == self.policy.attempts:
+            if number + 1 == self.policy.attempts:
                 break
             self.meter.retried(kind)
-            wait = self.policy.delay(attempt, wait_hint)
+            wait = self.policy.delay(number, wait_hint)
             (log.info if kind == "rate_limited" else log.warning)(
-                "%s: %s; retry %d/%d in %.2f s", self.where(), last, attempt + 1, self.policy.attempts - 1, wait)
+                "%s: %s; retry %d/%d in %.2f s", self.where(), last, number + 1, self.policy.attempts - 1, wait)
             await self._sleep(wait)
         tries = self.policy.attempts
         raise TransportError(f"{self.where()}: request failed after {tries} attempt{'s' * (tries > 1)} (last: {last})")

@@ -29,7 +29,9 @@ from beirx.errors import require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum, model_revision
-from beirx.translate.backends.seq2seq import ModelTokenizer, TokenizedTranslator, as_int, default_model, load_tokenizer
+from beirx.argtypes import non_negative_int, option
+from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
+                                           load_tokenizer)
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,9 @@ class CT2Translator(TokenizedTranslator):
                  tokenizer: str | None = None, **options: Any):
         model = model or default_model(src, tgt)
         super().__init__(src, tgt, model, **options)
+        beam_size, max_decoding_length, min_decoding_length = decoding_options(
+            self.name, beam_size, max_decoding_length, min_decoding_length, ("max_decoding_length", "min_decoding_length"))
+        intra_threads = option(self.name, "intra_threads", intra_threads, non_negative_int, default=0)
         ctranslate2 = require("ctranslate2", "translate", "the ctranslate2 translator")
         max_positions = None
         if is_converted(model):
@@ -103,12 +108,12 @@ class CT2Translator(TokenizedTranslator):
         self.compute_type = ("int8_float16" if self.device == "cuda" else "int8") if compute_type == "auto" \
             else compute_type
         self.net = ctranslate2.Translator(str(folder), device=self.device, compute_type=self.compute_type,
-                                          intra_threads=as_int(intra_threads, 0))
+                                          intra_threads=intra_threads)
         self.tok = ModelTokenizer(load_tokenizer(tokenizer or str(folder)), src, tgt, src_code=src_code,
                                   tgt_code=tgt_code, max_positions=max_positions)
-        self.beam_size = as_int(beam_size)
-        self.max_decoding_length = as_int(max_decoding_length, self.tok.max_tokens or 512)
-        self.min_decoding_length = as_int(min_decoding_length, 0)
+        self.beam_size = beam_size
+        self.max_decoding_length = max_decoding_length or self.tok.max_tokens or 512
+        self.min_decoding_length = min_decoding_length
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "model": self.model, "revision": self._revision,

@@ -34,6 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from beirx.argtypes import option, positive_int
 from beirx.translate.backends.http_api import (
     ApiError,
     HttpApiTranslator,
@@ -82,7 +83,8 @@ class GoogleTranslator(HttpApiTranslator):
         if api == "v3" and not self.project:
             raise ApiError("Google Cloud Translation v3 needs a project: --translator-option project=ID "
                            "or the environment variable GOOGLE_CLOUD_PROJECT")
-        self.max_request_chars = min(int(max_request_chars), self.HARD_MAX_CHARS)
+        self.max_request_chars = min(option(self.name, "max_request_chars", max_request_chars, positive_int),
+                                     self.HARD_MAX_CHARS)
 
     @property
     def _env_names(self) -> tuple[str, ...]:

@@ -17,7 +17,8 @@ from beirx.errors import BeirxError, require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import model_revision
-from beirx.translate.backends.seq2seq import ModelTokenizer, TokenizedTranslator, as_int, default_model, load_tokenizer
+from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
+                                           load_tokenizer)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class HFTranslator(TokenizedTranslator):
         model = model or default_model(src, tgt)
         super().__init__(src, tgt, model, **options)
         check_if_local(model, "seq2seq", "translation model", "the hf translator")
+        beam_size, max_new_tokens, min_new_tokens = decoding_options(self.name, beam_size, max_new_tokens, min_new_tokens)
         torch = require("torch", "translate", "the hf translator")
         transformers = require("transformers", "translate", "the hf translator")
         self.device = choose_device(device)
@@ -50,9 +52,9 @@ class HFTranslator(TokenizedTranslator):
                              "Offline, pass a local model folder.") from exc
         self.tok = ModelTokenizer(load_tokenizer(model, revision), src, tgt, src_code=src_code, tgt_code=tgt_code,
                                   max_positions=getattr(self.net.config, "max_position_embeddings", None))
-        self.beam_size = as_int(beam_size)
-        self.max_new_tokens = as_int(max_new_tokens, self.tok.max_tokens or 512)
-        self.min_new_tokens = as_int(min_new_tokens, 0)
+        self.beam_size = beam_size
+        self.max_new_tokens = max_new_tokens or self.tok.max_tokens or 512
+        self.min_new_tokens = min_new_tokens
         self._revision = model_revision(model, revision)
         self.legacy_identity = (model, None)
         self._torch = torch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beirx.argtypes import option, positive_int
 from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM, UsageMeter
@@ -28,7 +29,7 @@ class HFLLMTranslator(LLMTranslator):
                  batch_size: int | str = 8, **options: Any):
         check_if_local(model, "causal-lm", "translation model", "the hf-llm translator")  # before its tokenizer
         super().__init__(src, tgt, model, **options)
-        self.llm = LocalLLM(model, device=device, batch_size=int(batch_size),
+        self.llm = LocalLLM(model, device=device, batch_size=option(self.name, "batch_size", batch_size, positive_int),
                             meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
                             needed_by="the hf-llm translator")
         self.device, self.batch_size = self.llm.device, self.llm.batch_size

@@ -31,6 +31,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from beirx.argtypes import non_negative_float, option, positive_float, positive_int
 from beirx.errors import BeirxError
 from beirx.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator
@@ -87,13 +88,13 @@ class HttpApiTranslator(Translator):
                  backoff: float | None = None, retry_policy: RetryPolicy | None = None, **options: Any):
         super().__init__(src, tgt, model, **options)
         self.base_url = base_url.rstrip("/") if base_url else None
-        self.timeout = float(timeout)
+        self.timeout = option(self.name, "timeout", timeout, positive_float)
         self.key_env = key_env
         self.retry = retry_policy or RetryPolicy()
         if retries is not None:
-            self.retry.attempts = int(retries)
+            self.retry.attempts = option(self.name, "retries", retries, positive_int)
         if backoff is not None:
-            self.retry.base_delay = float(backoff)
+            self.retry.base_delay = option(self.name, "backoff", backoff, non_negative_float)
         self._session = None  # a requests.Session, created at the first request
         self._key: str | None = None
         self._key_source: str | None = None  # the environment variable the key came from

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from beirx.argtypes import non_negative_int, option, positive_int
 from beirx.checksums import files_checksum
 from beirx.errors import BeirxError
 from beirx.models.default_models import default_model as language_default
@@ -179,5 +180,9 @@ def _require_transformers():
     return require("transformers", "translate", "the hf and ctranslate2 translators")
 
 
-def as_int(value: Any, default: int | None = None) -> int | None:
-    return default if value is None or value == "" else int(value)
+def decoding_options(owner: str, beam_size: Any, max_length: Any, min_length: Any,
+                     names: tuple[str, str] = ("max_new_tokens", "min_new_tokens")) -> tuple[int, int | None, int]:
+    """``(beam_size, max length or None for the model's, min length)`` read as numbers before a model loads; a bad
+    value names the option (:func:`beirx.argtypes.option`)."""
+    return (option(owner, "beam_size", beam_size, positive_int), option(owner, names[0], max_length, positive_int),
+            option(owner, names[1], min_length, non_negative_int, default=0))

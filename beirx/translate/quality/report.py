@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from beirx.artifacts import quality_rows
+from beirx.artifacts import quality_rows, quality_sidecar
 from beirx.artifacts.quality import FILENAME, QualityReport
 from beirx.atomic import atomic_writer
 from beirx.translate.quality.base import QUALITY_METHODS
@@ -38,7 +38,8 @@ class ReportFiles(contextlib.ExitStack):
 
     def __enter__(self) -> ReportFiles:
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._rows = self.enter_context(atomic_writer(self.folder / quality_rows.FILENAME))
+        self._rows = quality_sidecar.SidecarWriter(
+            self.enter_context(atomic_writer(self.folder / quality_sidecar.FILENAME, binary=True)))
         self._flagged = self.enter_context(atomic_writer(self.folder / "flagged.jsonl"))
         return self
 
@@ -52,7 +53,7 @@ class ReportFiles(contextlib.ExitStack):
         def records() -> Iterator[dict]:
             nonlocal flagged
             for n, (row, details, texts, source, translation) in enumerate(rows):
-                self._rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                self._rows.write(row)
                 if row["flags"] or n in picked:
                     scores = {k: None if v is None else round(v, JSONL_DIGITS) for k, v in row["scores"].items()}
                     full = {"field": field, "id": row["id"], **scores, "reasons": row["flags"], "details": details,
@@ -69,8 +70,11 @@ class ReportFiles(contextlib.ExitStack):
         return dict(counts), flagged
 
     def finish(self, report: QualityReport) -> None:
-        """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last)."""
+        """Commit the streamed files, then write the sample, the Markdown and ``quality.json`` (last), which
+        records the digest of the sidecar as it was written."""
         self.close()
+        report.sidecar = self._rows.digest()
+        report.rows_beside(self.folder / FILENAME)
         with atomic_writer(self.folder / "review_sample.jsonl") as fh:
             fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in self.sample)
         with atomic_writer(self.folder / "review_sample.md") as fh:
