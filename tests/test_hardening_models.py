@@ -172,6 +172,8 @@ def test_a_damaged_or_wrong_model_folder_is_refused_before_any_work(surface, dam
     assert message and str(folder) in message[0] and phrase in message[0], err
     if damage == "wrong-kind":
         assert f"not {KIND_WORDS[kind]}" in message[0], err
+    if surface.startswith("subset --cost"):
+        assert f"--cost-model {folder}" in message[0], err
     assert "Traceback" not in err
     assert no_work_done(beirx_home, tmp_path / "out") == []
 

@@ -24,10 +24,11 @@ from beirx.translate.llm.translator import LLMTranslator
 
 class HFLLMTranslator(LLMTranslator):
     name = "hf-llm"
+    model_kind = "causal-lm"
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):
-        check_if_local(model, "causal-lm", "translation model", "the hf-llm translator")  # before its tokenizer
+        check_if_local(model, self.model_kind, "translation model", "the hf-llm translator")  # before its tokenizer
         super().__init__(src, tgt, model, **options)
         self.llm = LocalLLM(model, device=device, batch_size=option(self.name, "batch_size", batch_size, positive_int),
                             meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
