@@ -2,14 +2,17 @@
 
 The synthetic corpus of ``benchmarks/translate_memory.py`` (documents of ~100 words, 50 judged queries) is
 generated once at the smallest ``--docs`` size; larger sizes repeat its documents under new IDs (the corpus is
-streamed, so only its size matters, and copying is minutes faster than generating). Each corpus gets a pooling
-run file (top 100 of 50 queries, drawn seeded from the whole corpus); each measurement is
-a fresh child process cutting a 50-query subset pooled from that run with ``--max-docs`` documents (judged +
-pool + random fill), whose peak RSS (``wait4`` ru_maxrss) and CPU seconds are reported. Target: the ratio of
-the largest to the smallest corpus's peak <= 1.2 (memory holds the pool and at most ``--max-docs`` fill
-candidates, never the corpus).
+streamed, so only its size matters, and copying is minutes faster than generating). Each corpus gets
+``--pools`` pooling run files (top 100 of 50 queries each, drawn seeded from the whole corpus: one per pooling
+family of the recipe); each measurement is a fresh child process cutting a 50-query subset pooled from those
+runs with ``--max-docs`` documents (judged + pool + random fill; default: the default recipe's budget) and then,
+as ``beirx subset check`` does for its pool bias, scanning the corpus once more for every pooling list
+(:func:`beirx.subsets.cut.gather`) and selecting the cut without each family in turn
+(:func:`~beirx.subsets.cut.select`). Its peak RSS (``wait4`` ru_maxrss) and CPU seconds are reported. Target:
+the ratio of the largest to the smallest corpus's peak <= 1.2 (memory holds the pool and at most ``--max-docs``
+fill candidates, never the corpus).
 
-Run:  nice python benchmarks/subset_memory.py [--docs 200000 1000000] [--max-docs 5000]
+Run:  nice python benchmarks/subset_memory.py [--docs 200000 1000000] [--max-docs 1500] [--pools 3]
       [--work /tmp/beirx-translate-memory]
 """
 
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -51,10 +55,10 @@ def replicate(small: Path, root: Path, docs: int) -> Path:
     return root
 
 
-def pool_run(data: Path, docs: int, depth: int = 100) -> Path:
-    path = data / "pool.trec"
+def pool_run(data: Path, docs: int, index: int, depth: int = 100) -> Path:
+    path = data / ("pool.trec" if index == 0 else f"pool-{index}.trec")
     if not path.is_file():
-        rng = random.Random(7)
+        rng = random.Random(7 + index)
         with open(path, "w", encoding="utf-8") as fh:
             for q in range(50):
                 for rank, d in enumerate(rng.sample(range(docs), depth), 1):
@@ -62,22 +66,33 @@ def pool_run(data: Path, docs: int, depth: int = 100) -> Path:
     return path
 
 
-def child(data: Path, out: Path, max_docs: int) -> None:
+def child(data: Path, out: Path, max_docs: int, pools: int) -> None:
     from beirx.data.dataset import BeirDataset
-    from beirx.subsets.cut import make_subset
+    from beirx.language_packs import get_pack
+    from beirx.subsets.cut import gather, make_subset, select
+    from beirx.subsets.pool import pool_runs
     from beirx.subsets.system_args import parse_pool
 
-    manifest = make_subset(BeirDataset(data), out, queries=50, pool=parse_pool([str(data / "pool.trec")]), depth=100,
-                           max_docs=max_docs, seed=0, show_progress=False)
+    dataset = BeirDataset(data)
+    pool = parse_pool([str(pool_run(data, 0, i)) for i in range(pools)])
+    manifest = make_subset(dataset, out, queries=50, pool=pool, depth=100, max_docs=max_docs, seed=0,
+                           show_progress=False)
+    kept = {q: dataset.queries[q] for q in manifest.query_ids}  # the check's re-cut, one family left out in turn
+    pooled = pool_runs(dataset, get_pack("en"), kept, pool, 100, False)
+    found = gather(dataset, kept, dataset.qrels(manifest.split), pooled, max_docs, 0)
+    assert select(found, pooled, 100, max_docs).keep == {doc.id for doc in BeirDataset(out).iter_corpus()}
+    depths = [select(found, pooled[:i] + pooled[i + 1:], 100, max_docs).reached for i in range(len(pooled))]
     print(json.dumps({"documents": manifest.counts.documents, "pooled": manifest.counts.pooled,
-                      "random": manifest.counts.random, "source_documents": manifest.counts.source_documents}))
+                      "random": manifest.counts.random, "source_documents": manifest.counts.source_documents,
+                      "depth": manifest.method.depth_reached, "depths_leaving_one_out": depths}))
 
 
-def measure(data: Path, out: Path, max_docs: int) -> dict:
+def measure(data: Path, out: Path, max_docs: int, pools: int) -> dict:
+    shutil.rmtree(out, ignore_errors=True)  # a subset of an earlier run (another --pools) is cut again
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", str(data), str(out), str(max_docs)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--child", str(data), str(out), str(max_docs), str(pools)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     stdout, stderr = proc.stdout.read(), proc.stderr.read()
     if status != 0:
@@ -88,11 +103,14 @@ def measure(data: Path, out: Path, max_docs: int) -> dict:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
         return 0
+    from beirx.subsets.recipe import MAX_DOCS, POOL
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, nargs="+", default=[200_000, 1_000_000])
-    parser.add_argument("--max-docs", type=int, default=5000)
+    parser.add_argument("--max-docs", type=int, default=MAX_DOCS)
+    parser.add_argument("--pools", type=int, default=len(POOL), help="pooling run files (default: the recipe's)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/beirx-translate-memory"))
     args = parser.parse_args()
     rows = []
@@ -100,12 +118,14 @@ def main() -> int:
     base = generate(args.work / f"corpus-{smallest}", smallest)
     for docs in args.docs:
         data = base if docs == smallest else replicate(base, args.work / f"corpus-{docs}", docs)
-        pool_run(data, docs)
-        row = {"docs": docs, **measure(data, args.work / f"subset-{docs}", args.max_docs)}
+        for index in range(args.pools):
+            pool_run(data, docs, index)
+        row = {"docs": docs, **measure(data, args.work / f"subset-{docs}", args.max_docs, args.pools)}
         rows.append(row)
         print(f"{docs:>9,} documents: peak RSS {row['peak_rss_gb']:.3f} GB, {row['cpu_seconds']:.1f} CPU-s, "
-              f"{row['wall_seconds']:.1f} s wall; subset {row['documents']} documents ({row['pooled']} pooled, "
-              f"{row['random']} random)", flush=True)
+              f"{row['wall_seconds']:.1f} s wall; subset {row['documents']} documents ({row['pooled']} pooled at "
+              f"depth {row['depth']}, {row['random']} random; leaving each of {args.pools} pools out: depths "
+              f"{row['depths_leaving_one_out']})", flush=True)
     if len(rows) > 1:
         ratio = rows[-1]["peak_rss_gb"] / rows[0]["peak_rss_gb"]
         print(f"peak ratio {rows[-1]['docs']:,} / {rows[0]['docs']:,} documents: {ratio:.2f} (target <= 1.2)")

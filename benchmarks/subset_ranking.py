@@ -74,13 +74,13 @@ POOLS = {"bm25+e5": ["BM25 flat", "e5-small torch"],
 
 
 class TextMemo:
-    """The English pack whose analyzer remembers each text's terms: the same titles and texts are analysed for
+    """A language pack whose analyzer remembers each text's terms: the same titles and texts are analysed for
     every subset and BM25 variant, and analysing is most of a small index's cost (the terms are the pack's)."""
 
-    def __init__(self):
+    def __init__(self, lang: str = "en"):
         from beirx.language_packs import get_pack
 
-        self.pack, self.terms = get_pack("en"), {}
+        self.pack, self.terms = get_pack(lang), {}
         analyze = self.pack.analyzer()
         self._analyze = analyze
 
@@ -96,15 +96,15 @@ class TextMemo:
         return getattr(self.pack, name)
 
 
-PACK = None
+PACKS: dict[str, TextMemo] = {}
 
 
-def bm25_run(dataset, queries: dict, params: dict, depth: int) -> dict:
+def bm25_run(dataset, queries: dict, params: dict, depth: int, lang: str = "en") -> dict:
     from beirx.evaluate.retrievers import RETRIEVERS
 
-    global PACK
-    PACK = PACK or TextMemo()
-    retriever = RETRIEVERS.get("bm25")(PACK, use_cache=False, show_progress=False, **params)
+    if lang not in PACKS:
+        PACKS[lang] = TextMemo(lang)
+    retriever = RETRIEVERS.get("bm25")(PACKS[lang], use_cache=False, show_progress=False, **params)
     retriever.index(dataset)
     return retriever.search(queries, depth)
 

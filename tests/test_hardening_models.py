@@ -137,7 +137,7 @@ def command(surface: str, model: Path, tmp_path: Path, models: dict[str, Path]) 
 SURFACES = {"train bi-encoder": "bi-encoder", "train cross-encoder": "encoder", "generate-queries": "seq2seq",
             "eval --reranker cross-encoder": "cross-encoder", "eval --reranker monot5": "seq2seq",
             "eval --reranker llm-pointwise": "causal-lm", "eval --reranker llm-listwise": "causal-lm",
-            "eval --retriever dense": "bi-encoder",
+            "eval --reranker bi-encoder": "bi-encoder", "eval --retriever dense": "bi-encoder",
             "eval --retriever splade": "masked-lm", "subset --cost hf": "seq2seq", "subset --cost hf-llm": "causal-lm",
             "translate --translator hf": "seq2seq", "translate --translator hf-llm": "causal-lm",
             "translate --translator ctranslate2": "seq2seq", "quality --judge transformers": "causal-lm",

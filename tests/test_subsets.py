@@ -274,11 +274,11 @@ def test_cli_makes_a_subset_and_checks_it(source, tmp_path, capsys):
     assert "self-ceiling (the full set's own scores on the same draws" in printed
     saved = SubsetManifest.load(out / "subset.json").ranking_check
     assert len(saved.paired_tau_interval) == len(saved.rho_interval) == len(saved.ceiling_tau_interval) == 2
-    assert "\nRead: " in printed and "* did not pool" in printed
+    assert "\nRead: " in printed and "family: did not pool itself, but a system of its family did" in printed
     marks = {line.rsplit("  ", 1)[0].split("  ")[0]: line.rsplit("  ", 1)[1] for line in printed.splitlines()
              if line.startswith(("bm25", "run"))}
-    # bm25 (multifield) did not pool; the run file and BM25 flat did
-    assert marks == {"bm25 fields=flat": "yes", "bm25": "NO *", "run ext.trec": "yes"}
+    # bm25 (multifield) did not pool, but BM25 flat of its (lexical) family did, and so did the run file
+    assert marks == {"bm25 fields=flat": "yes", "bm25": "family", "run ext.trec": "yes"}
     check = SubsetManifest.load(out / "subset.json").ranking_check
     assert [s.full_rank for s in check.systems] == sorted(s.full_rank for s in check.systems)
     assert len(check.systems) == 3 and check.split == "test" and check.metric == "NDCG@10"
@@ -305,27 +305,31 @@ def test_pool_run_file_with_no_document_of_the_corpus_is_refused(source, tmp_pat
     assert not (tmp_path / "x").exists()
 
 
-def test_default_recipe_keeps_every_judged_query_and_cuts_documents(source, tmp_path, capsys):
-    """No size options: every judged query (up to the cap) and a 1,500-document budget (the default pool,
-    BM25 flat + e5-small, is replaced by BM25 flat alone here: no model in the tests)."""
+def test_default_recipe_keeps_every_judged_query_and_draws_the_rest_at_random(source, tmp_path, capsys):
+    """No size options: every judged query (up to the cap), the judged documents and a seeded uniform random
+    sample of the others up to the 1,500-document budget, with no pool (here the 40-document corpus fits whole;
+    with --max-docs 20: the 9 judged documents and the 11 that the documented rule draws)."""
     from beirx.subsets import recipe
 
-    assert main(["subset", "--dataset", str(source.root), "--pool", "bm25:fields=flat",
-                 "--output", str(tmp_path / "d")]) == 0
+    assert main(["subset", "--dataset", str(source.root), "--output", str(tmp_path / "d")]) == 0
     printed = capsys.readouterr().out
     manifest = SubsetManifest.load(tmp_path / "d" / "subset.json")
     assert manifest.query_ids == [f"q{i}" for i in range(1, 9)] and manifest.method.queries_cap is True
     assert (manifest.method.queries, manifest.method.max_docs, manifest.method.depth) == (
         recipe.QUERY_CAP, recipe.MAX_DOCS, recipe.DEPTH) == (1000, 1500, 100)
-    assert [p.spec for p in manifest.pool] == ["bm25:fields=flat"]
-    assert recipe.POOL == ["bm25:fields=flat", "dense:intfloat/multilingual-e5-small"]
+    assert manifest.pool == [] and recipe.POOL == [] and manifest.method.depth_reached == 0
     assert "queries: 8 of 8 (every judged query up to 1,000); qrels" in printed
-    assert "documents: 40 of 40" in printed and "characters to translate: " in printed
+    assert "documents: 40 of 40 = 9 judged + 31 random (no pool: every system is cut alike)" in printed
+    assert "characters to translate: " in printed
+    assert main(["subset", "--dataset", str(source.root), "--max-docs", "20", "--seed", "3",
+                 "--output", str(tmp_path / "small")]) == 0
+    judged = {"d01", "d02", "d03", "d04", "d05", "d06", "d07", "d08", "d12"}
+    assert set(BeirDataset(tmp_path / "small").corpus) == judged | _expected_fill(judged, 11, 3)
     assert main(["subset", "--dataset", str(source.root), "--queries", "3", "--no-max-docs", "--depth", "1", "--pool", "bm25",
                  "--output", str(tmp_path / "old")]) == 0
     old = SubsetManifest.load(tmp_path / "old" / "subset.json")
     assert old.method.max_docs is None and old.counts.random == 0 and old.counts.queries == 3
-    assert old.method.queries_cap is False
+    assert old.method.queries_cap is False and [p.spec for p in old.pool] == ["bm25"]
 
 
 def test_cost_records_the_dry_run_of_subset_and_full_dataset(source, tmp_path, capsys):
@@ -361,19 +365,14 @@ def test_cost_records_the_dry_run_of_subset_and_full_dataset(source, tmp_path, c
     assert "(dry run, nothing sent)" in printed
 
 
-def test_default_pool_without_its_model_says_how_to_give_a_folder(source, tmp_path, capsys, monkeypatch):
-    """Offline with no Hub cache, the default pool's encoder is missing: the command stops before any work and
-    names the --pool spelling with a local folder."""
+def test_default_recipe_needs_no_model_offline(source, tmp_path, monkeypatch):
+    """Offline with an empty Hugging Face cache the default recipe still cuts: it pools from no model."""
     needs("huggingface_hub", "hub")
     from huggingface_hub import constants
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    assert main(["subset", "--dataset", str(source.root), "--output", str(tmp_path / "d")]) == 2
-    err = capsys.readouterr().err
-    assert "the default pool (bm25:fields=flat dense:intfloat/multilingual-e5-small) needs " \
-           "intfloat/multilingual-e5-small" in err
-    assert "Give its local folder with --pool bm25:fields=flat dense:FOLDER" in err
-    assert not (tmp_path / "d").exists()
+    assert main(["subset", "--dataset", str(source.root), "--output", str(tmp_path / "d")]) == 0
+    assert SubsetManifest.load(tmp_path / "d" / "subset.json").counts.documents == 40
 
 
 def test_unknown_cost_translator_fails_before_the_subset_is_cut(source, tmp_path, capsys):

@@ -95,8 +95,15 @@ def test_report_shows_the_check(pair, tmp_path):
                                                     SubsetManifest.find(subset.root).ranking_check.systems[0].label]
     check = SubsetManifest.find(subset.root).ranking_check
     assert len(table.rows) == 2 and table.rows[0][7].value == check.tau and table.rows[0][9].value == check.rho
-    assert {row[1].value: row[2].value for row in table.rows}["bm25"] == "no ‡"  # only bm25:fields=flat pooled
-    assert "Subset ranking check" in (tmp_path / "report" / "report.md").read_text()
+    # only bm25:fields=flat pooled; bm25 (multifield) is of its family
+    assert {row[1].value: row[2].value for row in table.rows} == {"bm25 fields=flat": "yes", "bm25": "family"}
+    power, bias = check.discriminative_power, check.pool_bias
+    assert [table.rows[0][i].value for i in (11, 12, 13)] == [power.retained, power.reversals, bias.expected]
+    lexical = bias.families[0]
+    assert [c.value for c in report.tables["pool_bias"].rows[0][:5]] == [
+        "toy-subset (6 q, 20 docs)", "without lexical", 2, 0, lexical.bias]
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Subset ranking check" in text and "Pool bias of a system that did not pool" in text
 
 
 def test_check_refuses_another_dataset(pair, tmp_path):
@@ -207,13 +214,14 @@ def test_pooled_systems_are_recognised(tmp_path):
     assert not took_part(FusionSpec([flat, RunFileSpec(other)], "rrf"), pool)
 
 
-def test_version_1_manifest_still_loads(pair):
+@pytest.mark.parametrize("version", ["beirx.subset/1", "beirx.subset/2"])
+def test_older_manifests_still_load(pair, version):
     _, subset = pair
     path = subset.root / "subset.json"
     data = json.loads(path.read_text())
-    data["schema_version"] = "beirx.subset/1"
+    data["schema_version"] = version
     path.write_text(json.dumps(data))
-    assert SubsetManifest.load(path).schema_version == "beirx.subset/2"
+    assert SubsetManifest.load(path).schema_version == "beirx.subset/3"
 
 
 def test_identical_scores_give_a_paired_interval_of_exactly_one():

@@ -113,6 +113,8 @@ batch_size = 8
                                                                / manifest.counts.source_characters, 6)
     assert builder.ran[1].details["rho"] == check.rho and builder.ran[1].details["reading"] == check.reading
     assert builder.ran[1].details["not_pooled"] == ["bm25"] and builder.ran[1].details["tau_interval"] == check.tau_interval
+    assert builder.ran[1].details["expected_pool_bias"] == check.pool_bias.expected is not None
+    assert builder.ran[1].details["discriminative_power_retained"] == check.discriminative_power.retained
     assert (out / "translated" / "toy-es" / "quality" / "quality.json").is_file()
     assert builder.ran[3].details["validate"] == "IDs and qrels identical"
     card = (out / "publish" / "toy-es" / "README.md").read_text(encoding="utf-8")

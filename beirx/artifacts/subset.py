@@ -5,7 +5,8 @@ A subset (NanoBEIR-style) keeps a seeded sample of judged queries and a corpus m
 for them, the union of the top documents of pooling systems and a seeded random fill. The manifest records
 the source (name, language, checksum), the method (seed, sizes, pooling systems with their revisions, the pool
 depth reached), what was kept, and, once ``beirx subset check`` has run, the ranking check: each system's
-score on the full set and on the subset and Kendall's tau between the two orderings.
+score on the full set and on the subset, Kendall's tau between the two orderings, the discriminative power the
+subset keeps and the pool bias a system that did not pool should expect (leave-one-family-out).
 
 The name of a subset is its source's family name plus :data:`SUFFIX` (``scifact-subset``), so results on
 the subset never mix with results on the full set, while the catalogue still knows the family
@@ -21,8 +22,8 @@ from typing import Any
 from beirx.artifacts.base import Artifact, fld, optional, utc_now
 from beirx.artifacts.manifest import DatasetSide, TranslationManifest
 
-SCHEMA = "beirx.subset/2"
-READS = ("beirx.subset/1",)  # older versions read as they are: every field added since is optional
+SCHEMA = "beirx.subset/3"
+READS = ("beirx.subset/1", "beirx.subset/2")  # older versions read as they are: every field added since is optional
 FILENAME = "subset.json"
 SUFFIX = "-subset"
 
@@ -90,6 +91,11 @@ class SystemAgreement:
     pooled: bool | None = optional("took part in pooling (itself, or every input of a fusion, the first stage of a "
                                    "reranker); false: its own non-relevant top documents may be missing from the "
                                    "subset, which flatters it (pool bias); null: not known (a version-1 check)")
+    families: list[str] | None = optional("the pooling families it is made of (beirx.subsets.families: lexical, one "
+                                          "per dense or sparse model, ...); null: not known (an older check)")
+    family_pooled: bool | None = optional("every family it is made of pooled (a twin of a pooling system, e.g. the "
+                                          "same encoder on ONNX Runtime, counts as pooled); false: it stands where a "
+                                          "system that did not pool stands (pool bias)")
 
 
 @dataclass(kw_only=True)
@@ -113,8 +119,75 @@ class Swap:
     subset_difference: float = fld("first - second on the subset (< 0)")
     full_p: float = fld("p-value of the pair's paired test on the full set")
     subset_p: float = fld("p-value of the pair's paired test on the subset")
-    verdict: str = fld("'noise on both', 'noise on the subset', 'noise on the full set' (the side that does not "
-                       "separate the pair at the level), or 'disagreement' (both separate it, in opposite directions)")
+    verdict: str = fld("'within the expected pool bias' (the system whose family did not pool gained, by no more "
+                       "than the expected pool bias), 'noise on both', 'noise on the subset', 'noise on the full set' "
+                       "(the side that does not separate the pair at the level), or 'disagreement' (both separate it, "
+                       "in opposite directions)")
+
+
+@dataclass(kw_only=True)
+class DiscriminativePower:
+    """Sakai (SIGIR 2006): of the pairs of systems the full set separates, those the subset separates alike."""
+
+    test: str = fld("the paired test and level of both sides (the resolutions' test)")
+    pairs: int = fld("pairs of systems compared")
+    full_separated: int = fld("pairs the full set separates at the level")
+    same_order: int = fld("of those, pairs the subset separates in the same order")
+    retained: float | None = fld("same_order / full_separated: the discriminative power the subset keeps (null: the "
+                                 "full set separates no pair)")
+    reversals: int = fld("of those, pairs the subset separates in the opposite order (significant reversals)")
+    subset_only: int = fld("pairs the subset separates and the full set does not")
+
+
+@dataclass(kw_only=True)
+class FamilyBias:
+    """Leave-one-family-out: the subset cut again without one pooling family, and how much that family's systems
+    gain on it against the systems whose families still pooled (Zobel, SIGIR 1998; Buckley et al., IRJ 2007)."""
+
+    family: str = fld("the family left out of the pool")
+    systems: list[str] = fld("its checked systems (made of it alone)")
+    reference: list[str] = fld("the checked systems made only of families that still pooled")
+    bias: float | None = fld("mean over the queries of the family's systems' change of the metric (cut without it - "
+                             "full set) minus the reference systems' change; null: not measured (see note)")
+    interval: list[float] | None = fld("[low, high]: 95% percentile-bootstrap interval of bias over the queries")
+    change: float | None = fld("the family's systems' own mean change (absolute, not relative)")
+    reference_change: float | None = fld("the reference systems' mean change (null: no family left in the pool)")
+    queries: int = fld("queries both sides are compared over (the subset's)")
+    documents: int = fld("documents of the cut without the family")
+    depth_reached: int = fld("its pool depth")
+    inexact_queries: int = fld("query x system pairs whose restricted full-set run holds fewer documents of the cut "
+                               "than the metric's depth while the run was cut short (too shallow to be exact)")
+    note: str | None = optional("why bias is null, or what limits it")
+    cut: bool = optional("true: measured on the subset cut again without the family; false: nobody pooled, so "
+                         "measured on the subset itself against the systems of the other families", default=True)
+
+
+@dataclass(kw_only=True)
+class SystemBias:
+    """A checked system one of whose families did not pool: its change against the systems that did."""
+
+    system: str = fld("the checked system")
+    bias: float = fld("mean over the queries of its change (subset - full set) minus the pooled systems' change")
+    interval: list[float] | None = fld("[low, high]: 95% percentile-bootstrap interval over the queries")
+    change: float = fld("its own mean change (absolute)")
+
+
+@dataclass(kw_only=True)
+class PoolBias:
+    """What a system that did not pool should expect from the subset: the pool bias measured by leaving each
+    pooling family out in turn, and the bias the checked systems that did not pool show."""
+
+    method: str = fld("how it was measured (the re-cut, the reference systems, the bootstrap)")
+    families: list[FamilyBias] = fld("one entry per pooling family")
+    expected: float | None = fld("the largest bias over the families: the expected gain of a system that did not "
+                                 "pool, relative to those that did (null: no family measured)")
+    expected_family: str | None = fld("the family it comes from")
+    expected_interval: list[float] | None = fld("its interval")
+    unseen: list[SystemBias] = fld("checked systems one of whose families did not pool, with their observed bias",
+                                   default_factory=list)
+    reproduced: bool | None = fld("the cut repeated with every family gives exactly the subset's documents (false: "
+                                  "the pooling systems' runs changed, so the re-cuts are approximate)")
+    note: str | None = optional("why nothing was measured, or what limits it")
 
 
 @dataclass(kw_only=True)
@@ -150,6 +223,9 @@ class RankingCheck:
     full_resolution: Resolution | None = optional("what the full set separates, by the same test")
     swaps: list[Swap] = optional("every swapped pair with its p-values and verdict", default_factory=list)
     reading: str | None = optional("in one sentence, which differences a user may read from the subset")
+    discriminative_power: DiscriminativePower | None = optional("pairs the full set separates that the subset "
+                                                                "separates alike, or reversed (Sakai 2006)")
+    pool_bias: PoolBias | None = optional("the expected bias of a system that did not pool (leave-one-family-out)")
     full_checksum: str = fld("'sha256:<hex>' of the full dataset checked against")
     subset_checksum: str = fld("'sha256:<hex>' of the subset")
     created: str = fld("UTC time of the check (ISO 8601)", default_factory=utc_now)

@@ -4,9 +4,10 @@
     beirx subset --dataset D --queries 50 --pool bm25 dense:MODEL --depth 100 --max-docs 1500 --seed 0
                  --output DIR [--stratify]
 
-Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000, a
-1,500-document corpus of the judged documents, the pool of BM25 flat and multilingual-e5-small at the depth
-that fits, and a random fill.
+Without size options the default recipe (:mod:`beirx.subsets.recipe`): every judged query up to 1,000 and a
+1,500-document corpus of the judged documents and a seeded uniform random sample of the others (no pool, so
+no system is favoured by how the documents were chosen); ``--pool`` adds a pool of hard negatives, whose bias
+for the systems that did not pool the check measures.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 ``--cost TRANSLATOR`` adds the dry-run cost beside the fidelity: characters, tokens and (paid backend) list-price
@@ -41,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--stratify", action="store_true",
                       help="sample in proportion within groups of equal number of relevant documents")
     make.add_argument("--pool", nargs="+", default=POOL, metavar="SYSTEM",
-                      help=f"systems whose top --depth documents join the corpus (default {' '.join(POOL)})")
+                      help="systems whose top --depth documents join the corpus (default: none, the judged "
+                           "documents and a uniform random sample; a pool flattens the systems that did not pool)")
     make.add_argument("--depth", type=non_negative_int, default=DEPTH,
                       help=f"pool depth per query and system (default {DEPTH}; shrinks to fit --max-docs)")
     make.add_argument("--max-docs", type=positive_int, default=MAX_DOCS,
@@ -73,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--tau-threshold", type=unit_float, default=None,
                        help="warn when Kendall's tau is below this (default 0.9, Voorhees 2000)")
     check.add_argument("--metric", type=metric_name, default="NDCG@10", help="metric the systems are ordered by (default NDCG@10; names as beirx report's --metric)")
+    check.add_argument("--no-pool-bias", dest="pool_bias", action="store_false",
+                       help="skip the leave-one-family-out measurement of the bias a system that did not pool should "
+                            "expect (each pooling family left out of the pool in turn)")
     check.add_argument("--permutations", type=positive_int, default=10_000,
                        help="permutations of the paired randomization test behind the resolution (default 10,000, "
                             "as beirx report)")
@@ -101,20 +106,28 @@ def _run_check(args, full, subset) -> None:
     check = check_ranking(full, subset, systems, output, metric=args.metric,
                           threshold=THRESHOLD if args.tau_threshold is None else args.tau_threshold,
                           show_progress=show_progress(args), use_cache=not args.no_index_cache,
-                          permutations=args.permutations)
-    print_check(check, output)
+                          permutations=args.permutations, pool_bias=args.pool_bias)
+    print_check(check, output, pooled=bool(subset.subset.pool))
 
 
-def print_check(check, output) -> None:
-    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement."""
+def print_check(check, output, pooled: bool = True) -> None:
+    """The check as a table, its figures and, for every swapped pair, whether it is noise or a disagreement;
+    ``pooled`` false: the subset has no pool, so no system is marked as one that did not pool."""
     width = max(len(s.label) for s in check.systems)
     print(f"{'system'.ljust(width)}  {check.metric + ' full':>13}  {'subset':>8}  rank full  subset  pooled")
     for s in check.systems:
-        pooled = {True: "yes", False: "NO *", None: "?"}[s.pooled]
-        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  {pooled}")
-    if any(s.pooled is False for s in check.systems):
-        print("* did not pool: its own non-relevant top documents may be missing from the subset, which flatters it "
-              "(pool bias); pool from it too (--pool), or read its rank with care")
+        print(f"{s.label.ljust(width)}  {s.full:>13.4f}  {s.subset:>8.4f}  {s.full_rank:>9}  {s.subset_rank:>6}  "
+              f"{pooled_mark(s) if pooled else '-'}")
+    if not pooled:
+        print("- no pool: beyond the judged documents the corpus is a uniform random sample, the same for every system "
+              "(checked or not)")
+    elif any(pooled_mark(s) == "NO *" for s in check.systems):
+        print("* did not pool, nor did a system of its family: its own non-relevant top documents may be missing from "
+              "the subset, which flatters it (pool bias, expected below); pool from it too (--pool), or read its rank "
+              "with care")
+    if pooled and any(pooled_mark(s) == "family" for s in check.systems):
+        print("family: did not pool itself, but a system of its family did (the same model on another runtime, "
+              "another BM25 convention)")
     tau = "undefined" if check.tau is None else f"{check.tau:.4f}"
     p = "" if check.p_value is None else f" (p = {check.p_value:.3g})"
     interval = f", 95% CI {_interval(check.tau_interval)} (unpaired)" if check.tau_interval else ""
@@ -137,6 +150,11 @@ def print_check(check, output) -> None:
                   f"largest not separated {largest}")
     if check.warning:
         print(f"WARNING: {check.warning}")
+    if check.discriminative_power is not None:
+        print(power_line(check.discriminative_power))
+    if check.pool_bias is not None:
+        for line in pool_bias_lines(check.pool_bias, check):
+            print(line)
     for swap in check.swaps:
         print(f"  swapped: {swap.first} vs {swap.second}: {swap.full_difference:+.4f} on the full set, "
               f"{swap.subset_difference:+.4f} on the subset -> {swap.verdict} (p = {swap.full_p:.3g} full, "
@@ -145,6 +163,81 @@ def print_check(check, output) -> None:
         print(f"  swapped: {pair}")
     if check.reading:
         print(f"Read: {check.reading}.")
+
+
+def pooled_mark(system) -> str:
+    """yes (it pooled), family (a system of each of its families pooled), NO * (not), ? (not known)."""
+    if system.pooled:
+        return "yes"
+    if system.family_pooled:
+        return "family"
+    return "NO *" if system.pooled is False else "?"
+
+
+def power_line(power) -> str:
+    """Discriminative power kept (Sakai 2006), in one line."""
+    if not power.full_separated:
+        return (f"discriminative power: the full set separates none of the {power.pairs} pairs at 95%, so none can be "
+                f"kept (the subset separates {power.subset_only})")
+    return (f"discriminative power: of the {power.full_separated} pairs (of {power.pairs}) the full set separates at "
+            f"95%, the subset separates {power.same_order} in the same order ({power.retained:.0%} retained, goal >= "
+            f"80%) and {power.reversals} in the opposite order (significant reversals, goal 0); it separates "
+            f"{power.subset_only} pairs the full set does not")
+
+
+def pool_bias_lines(bias, check) -> list[str]:
+    """The leave-one-family-out figures, the expected bias of a system that did not pool against the subset's
+    resolution, and the bias the checked systems that did not pool show."""
+    queries = next((f.queries for f in bias.families if f.bias is not None), None)
+    over = f" over {queries} queries):" if queries else "):"
+    nobody = bias.families and not bias.families[0].cut
+    if nobody:
+        lines = ["pool bias: nobody pooled, so a new system is cut like every checked one; how unevenly the cut raises "
+                 "each family (its systems' change minus that of the other families' systems, 95% bootstrap interval"
+                 + over]
+    else:
+        lines = ["pool bias, leave-one-family-out (the subset cut again without each pooling family; its systems' "
+                 "change minus that of the systems whose families still pooled, 95% bootstrap interval" + over]
+    for family in bias.families:
+        head = (f"  {family.family} ({len(family.systems)} of its systems, {len(family.reference)} of the others)"
+                if not family.cut else
+                f"  without {family.family} ({len(family.systems)} of its systems, {len(family.reference)} reference)")
+        if family.bias is None:
+            lines.append(f"{head}: not measured ({family.note})")
+            continue
+        reference = "" if family.reference_change is None else f", reference {family.reference_change:+.4f}"
+        where = "" if not family.cut else f"; the cut: {family.documents:,} documents, depth {family.depth_reached}"
+        lines.append(f"{head}: {family.bias:+.4f} {_signed_interval(family.interval)} (own change "
+                     f"{family.change:+.4f}{reference}{where})" + (f" -- {family.note}" if family.note else ""))
+    if bias.expected is None:
+        lines.append(f"expected bias of a system that did not pool: not measured ({bias.note or 'no family measured'})")
+    elif nobody:
+        resolved = check.subset_resolution.smallest_separated if check.subset_resolution else None
+        against = "" if resolved is None else (f"; the subset resolves {resolved:.4f}: " + (
+            "below it" if abs(bias.expected) < resolved else "NOT below it"))
+        lines.append(f"expected bias of a new system: none from pooling; the family the cut raises most gains "
+                     f"{bias.expected:+.4f} {_signed_interval(bias.expected_interval)} {check.metric} over the others "
+                     f"({bias.expected_family}){against}")
+    else:
+        resolved = check.subset_resolution.smallest_separated if check.subset_resolution else None
+        against = ""
+        if resolved is not None:
+            against = (f"; the subset resolves {resolved:.4f}: " + ("below it" if abs(bias.expected) < resolved else
+                                                                    "NOT below it, so a new system's lead over the "
+                                                                    "pooled ones may be the subset's doing"))
+        lines.append(f"expected bias of a system that did not pool: {bias.expected:+.4f} "
+                     f"{_signed_interval(bias.expected_interval)} {check.metric} (without {bias.expected_family}, "
+                     f"the largest of {sum(f.bias is not None for f in bias.families)} families){against}")
+        if bias.note:
+            lines.append(f"  note: {bias.note}")
+    for system in bias.unseen:
+        lines.append(f"  observed, did not pool: {system.system} {system.bias:+.4f} {_signed_interval(system.interval)} "
+                     f"(own change {system.change:+.4f})")
+    return lines
+
+
+def _signed_interval(bounds: list[float] | None) -> str:
+    return "" if bounds is None else f"[{bounds[0]:+.4f}, {bounds[1]:+.4f}]"
 
 
 def _interval(bounds: list[float] | None) -> str:
@@ -177,9 +270,7 @@ def run(args) -> int:
     lang, _ = dataset_language(args.dataset, args.lang)
     dataset = resolve_dataset(args.dataset, lang=lang)
     pool = parse_pool(args.pool) if args.depth > 0 else {}
-    if pool and args.pool == POOL:
-        check_output(args.output, dataset)  # a wrong --output is named before a missing model
-        _default_pool_ready()
+    check_output(args.output, dataset)
     check_systems = _check_systems(args) if (args.check or args.runs or args.check_config) else None
     translator = _cost_translator(args, lang) if args.cost else None  # a typo fails before any work
     manifest = make_subset(dataset, args.output, queries=args.queries, pool=pool, depth=args.depth,
@@ -190,8 +281,9 @@ def run(args) -> int:
     how = f"every judged query up to {method.queries:,}" if method.queries_cap else f"seed {method.seed}"
     print(f"queries: {counts.queries} of {counts.candidate_queries} ({how}"
           f"{', stratified' if method.stratify else ''}); qrels {counts.qrels}")
-    print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {counts.pooled} "
-          f"pooled (depth {method.depth_reached} of {method.depth}) + {counts.random} random"
+    pooled = (f"{counts.pooled} pooled (depth {method.depth_reached} of {method.depth}) + " if manifest.pool else "")
+    print(f"documents: {counts.documents} of {counts.source_documents} = {counts.judged} judged + {pooled}"
+          f"{counts.random} random" + ("" if manifest.pool else " (no pool: every system is cut alike)")
           + (f" (judged but missing from the corpus: {counts.judged_missing})" if counts.judged_missing else ""))
     print(f"characters to translate: {counts.characters:,} of {counts.source_characters:,} = "
           f"{counts.characters / counts.source_characters:.1%} (titles, texts, queries; --cost TRANSLATOR "
@@ -201,19 +293,6 @@ def run(args) -> int:
     if check_systems is not None:
         _run_check(args, dataset, BeirDataset(args.output, lang=lang))
     return 0
-
-
-def _default_pool_ready() -> None:
-    """The default pool's encoder must be found before any work: offline, a Hub id needs the local Hugging Face
-    cache, so say how to give a local folder instead."""
-    from beirx.models.files import model_revision
-
-    model = POOL[1].split(":", 1)[1]
-    try:
-        model_revision(model)
-    except BeirxError as error:
-        raise BeirxError(f"the default pool ({' '.join(POOL)}) needs {model}: {error} Give its local folder with "
-                         f"--pool {POOL[0]} dense:FOLDER (the recipe's other knobs stay the defaults)") from None
 
 
 def _cost_translator(args, lang: str):

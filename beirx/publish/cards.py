@@ -85,15 +85,37 @@ def subset_note(root: Path) -> str | None:
         return None
     manifest = behind[1]
     counts, method = manifest.counts, manifest.method
-    pool = ", ".join(p.label for p in manifest.pool) or "no system"
+    pool = ", ".join(p.label for p in manifest.pool)
+    kept = (f"the top {method.depth_reached} of {pool} ({counts.pooled:,}) and a random fill ({counts.random:,})"
+            if pool else f"a uniform random sample of the others ({counts.random:,}; no pool, so no system is favoured "
+                         "by how the documents were chosen)")
     note = (f"A beirx subset of {manifest.family} ({manifest.split}): {counts.queries} of {counts.candidate_queries} "
             f"judged queries (seed {method.seed}{', stratified' if method.stratify else ''}) and {counts.documents:,} "
-            f"of {counts.source_documents:,} documents: every judged document ({counts.judged:,}), the top "
-            f"{method.depth_reached} of {pool} ({counts.pooled:,}) and a random fill ({counts.random:,}).")
+            f"of {counts.source_documents:,} documents: every judged document ({counts.judged:,}), {kept}.")
     check = manifest.ranking_check
     if check is not None and check.tau is not None:
         note += (f" Kendall's tau between the full set's and the subset's ordering of {len(check.systems)} systems "
                  f"by {check.metric}: {check.tau:.3f}.")
+    if check is not None and check.subset_resolution and check.subset_resolution.smallest_separated is not None:
+        note += f" It resolves {check.metric} differences of {check.subset_resolution.smallest_separated:.3f} at 95%."
+    power = check.discriminative_power if check is not None else None
+    if power is not None and power.retained is not None:
+        note += (f" Of the {power.full_separated} system pairs the full set separates at 95%, it separates "
+                 f"{power.retained:.0%} in the same order and {power.reversals} in the opposite order.")
+    bias = check.pool_bias if check is not None else None
+    if check is not None and check.systems:
+        change = sum(s.subset - s.full for s in check.systems) / len(check.systems)
+        note += (f" The checked systems score {change:+.3f} {check.metric} higher on it than on the full set on "
+                 "average (a smaller corpus is easier).")
+    if bias is not None and bias.expected is not None and bias.families and not bias.families[0].cut:
+        note += (f" No system pooled, so a new system is cut like the checked ones; the cut raises the families' "
+                 f"scores unevenly, by up to {bias.expected:+.3f} over the others ({bias.expected_family}).")
+    elif bias is not None and bias.expected is not None:
+        interval = (f" (95% interval {bias.expected_interval[0]:+.3f} to {bias.expected_interval[1]:+.3f})"
+                    if bias.expected_interval else "")
+        note += (f" A system that did not pool should expect to gain {bias.expected:+.3f} {check.metric}{interval} "
+                 f"relative to those that did (leave-one-family-out, {len(bias.families)} pooling families): "
+                 "compare new systems with that in mind.")
     return note
 
 

@@ -33,7 +33,7 @@ from beirx.report.render.html import document_html
 from beirx.report.render.latex import document_latex, table_latex
 from beirx.report.render.markdown import document_markdown, table_markdown
 from beirx.report.sources import Sources
-from beirx.report.subsets import ranking_check_table, subsets_for
+from beirx.report.subsets import pool_bias_table, ranking_check_table, subsets_for
 from beirx.report.systems import systems_table
 from beirx.report.table import Table
 from beirx.report.translations import translations_for
@@ -87,9 +87,10 @@ def build_report(inputs: Iterable[Any], output_dir: Path | str, **options: Any) 
         tables.append(quality_table(quality_items, sources))
     elif translations:
         log.info("no per-query translation similarity in the quality reports: no quality-vs-drop analysis")
-    checked = ranking_check_table(subsets_for(results), sources)
-    if checked.rows:
-        tables.append(checked)
+    subsets = subsets_for(results)
+    for checked in (ranking_check_table(subsets, sources), pool_bias_table(subsets, sources)):
+        if checked.rows:
+            tables.append(checked)
     if any(comps for _, comps in families):
         tables.append(comparisons_table(families, opts))
     figures = _plots(results, quality_items, opts, baseline, output_dir / "figures") if opts.plots else []

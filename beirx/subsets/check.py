@@ -26,19 +26,20 @@ import logging
 from itertools import combinations
 from pathlib import Path
 
-from beirx.artifacts.subset import PoolSystem, RankingCheck, Resolution, SubsetManifest, Swap, SystemAgreement
+from beirx.artifacts.subset import (DiscriminativePower, PoolBias, PoolSystem, RankingCheck, Resolution, SubsetManifest,
+                                   Swap, SystemAgreement)
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults
 from beirx.evaluate.runner import evaluate_system
 from beirx.evaluate.stages import Stages
-from beirx.evaluate.runs import read_trec, write_trec
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
 from beirx.language_packs import get_pack
 from beirx.subsets import fidelity
 from beirx.subsets.fidelity import kendall_tau
 from beirx.subsets.recipe import THRESHOLD
+from beirx.subsets.restrict import Restrict
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +55,30 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
             threshold: float, full_checksum: str, subset_checksum: str,
             paths: list[tuple[str | None, str | None]] | None = None,
             per_query: list[tuple[dict[str, float], dict[str, float]]] | None = None,
-            pooled: list[bool | None] | None = None, permutations: int = fidelity.PERMUTATIONS,
-            alpha: float = fidelity.ALPHA, seed: int = 0) -> RankingCheck:
+            pooled: list[bool | None] | None = None, families: list[list[str] | None] | None = None,
+            family_pooled: list[bool | None] | None = None, pool_bias: PoolBias | None = None,
+            permutations: int = fidelity.PERMUTATIONS, alpha: float = fidelity.ALPHA, seed: int = 0) -> RankingCheck:
     """The check of scores already computed (``full[i]``, ``subset[i]`` of system ``labels[i]``); with
     ``per_query[i]`` (its per-query scores on the full set and on the subset) also tau's and rho's bootstrap
-    intervals (unpaired, paired, self-ceiling), the resolutions and the swaps' verdicts."""
+    intervals (unpaired, paired, self-ceiling), the resolutions, the discriminative power kept and the swaps'
+    verdicts, a swap judged against ``pool_bias``'s expected bias when the system that gained is one whose
+    family did not pool (``family_pooled[i]`` false)."""
     tau, p_value = kendall_tau(full, subset)
     full_ranks, subset_ranks = _ranks(full), _ranks(subset)
     paths = paths or [(None, None)] * len(labels)
     pooled = pooled or [None] * len(labels)
-    rows = sorted(zip(labels, full, subset, full_ranks, subset_ranks, paths, pooled), key=lambda r: (r[3], r[0]))
+    families = families or [None] * len(labels)
+    family_pooled = family_pooled or [None] * len(labels)
+    rows = sorted(zip(labels, full, subset, full_ranks, subset_ranks, paths, pooled, families, family_pooled),
+                  key=lambda r: (r[3], r[0]))
     systems = [SystemAgreement(label=label, full=f, subset=s, full_rank=fr, subset_rank=sr, full_results=fp,
-                               subset_results=sp, pooled=took_part)
-               for label, f, s, fr, sr, (fp, sp), took_part in rows]
+                               subset_results=sp, pooled=took_part, families=made_of, family_pooled=seen)
+               for label, f, s, fr, sr, (fp, sp), took_part, made_of, seen in rows]
     swapped_pairs = [(a, b) for a, b in combinations(systems, 2) if (a.full - b.full) * (a.subset - b.subset) < 0]
     swapped = [f"{a.label} vs {b.label}: {a.full - b.full:+.4f} on the full set, {a.subset - b.subset:+.4f} on the "
                "subset" for a, b in swapped_pairs]
-    noise = _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed) if per_query else {}
+    noise = _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, pool_bias) \
+        if per_query else {}
     warning = None
     if tau is None or tau < threshold:
         shown = ("is undefined (every system scores the same on one side)" if tau is None
@@ -81,12 +89,12 @@ def compare(labels: list[str], full: list[float], subset: list[float], *, metric
         log.warning("%s", warning)
     return RankingCheck(metric=metric, split=split, systems=systems, tau=tau, p_value=p_value, threshold=threshold,
                         warning=warning, swapped=swapped, full_checksum=full_checksum, subset_checksum=subset_checksum,
-                        rho=fidelity.spearman_rho(full, subset), **noise)
+                        rho=fidelity.spearman_rho(full, subset), pool_bias=pool_bias, **noise)
 
 
-def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed) -> dict:
-    """Tau's and rho's intervals (unpaired, paired, self-ceiling), each side's resolution, the swaps' verdicts
-    and the one-sentence reading."""
+def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, seed, pool_bias) -> dict:
+    """Tau's and rho's intervals (unpaired, paired, self-ceiling), each side's resolution, the discriminative
+    power kept, the swaps' verdicts and the one-sentence reading."""
     found = fidelity.intervals(full, [sub for _, sub in per_query], [whole for whole, _ in per_query], seed=seed)
     test = (f"two-sided paired randomization test ({permutations:,} permutations, seed {seed}; exact when 2^n is "
             f"smaller), p < {alpha:g} per pair, uncorrected")
@@ -103,26 +111,47 @@ def _noise(labels, full, subset, per_query, swapped_pairs, permutations, alpha, 
         p = sides[side][0]
         return p[(a, b)] if (a, b) in p else p[(b, a)]
 
+    expected = pool_bias.expected if pool_bias is not None else None
+
+    def judged(a: SystemAgreement, b: SystemAgreement) -> str:
+        """``a`` leads on the full set; ``b`` gained on the subset."""
+        if expected is not None and expected > 0 and a.family_pooled and b.family_pooled is False \
+                and b.subset - a.subset <= expected:
+            return "within the expected pool bias"
+        return fidelity.verdict(p_of("full", a.label, b.label), p_of("subset", a.label, b.label), alpha)
+
     swaps = [Swap(first=a.label, second=b.label, full_difference=a.full - b.full, subset_difference=a.subset - b.subset,
-                  full_p=p_of("full", a.label, b.label), subset_p=p_of("subset", a.label, b.label),
-                  verdict=fidelity.verdict(p_of("full", a.label, b.label), p_of("subset", a.label, b.label), alpha))
+                  full_p=p_of("full", a.label, b.label), subset_p=p_of("subset", a.label, b.label), verdict=judged(a, b))
              for a, b in swapped_pairs]
     figures = {name: list(value) if isinstance(value, tuple) else value
                for name, value in dataclasses.asdict(found).items()}
-    return {**figures, "subset_resolution": sides["subset"][1],
-            "full_resolution": sides["full"][1], "swaps": swaps, "reading": reading(sides["subset"][1], alpha)}
+    power = fidelity.discriminative_power(dict(zip(labels, full)), dict(zip(labels, subset)), sides["full"][0],
+                                          sides["subset"][0], alpha)
+    kept = DiscriminativePower(test=test, pairs=power.pairs, full_separated=power.full_separated,
+                               same_order=power.same_order, retained=power.retained, reversals=power.reversals,
+                               subset_only=power.subset_only)
+    return {**figures, "subset_resolution": sides["subset"][1], "full_resolution": sides["full"][1], "swaps": swaps,
+            "reading": reading(sides["subset"][1], alpha, pool_bias), "discriminative_power": kept}
 
 
-def reading(resolved: Resolution, alpha: float = fidelity.ALPHA) -> str:
-    """What a user may read from the subset, in one sentence."""
+def reading(resolved: Resolution, alpha: float = fidelity.ALPHA, pool_bias: PoolBias | None = None) -> str:
+    """What a user may read from the subset, in one sentence (with the expected pool bias, when measured)."""
     level = f"{1 - alpha:.0%}"
     if resolved.smallest_separated is None:
-        return (f"this subset separates no pair of the checked systems at {level} ({resolved.queries} queries): "
-                "read none of their differences from it")
-    sentence = (f"differences below {resolved.smallest_separated:.3f} are not resolved at {level} on this subset "
-                f"({resolved.queries} queries)")
-    if resolved.largest_unresolved is not None and resolved.largest_unresolved > resolved.smallest_separated:
-        sentence += f", nor is every difference up to {resolved.largest_unresolved:.3f}"
+        sentence = (f"this subset separates no pair of the checked systems at {level} ({resolved.queries} queries): "
+                    "read none of their differences from it")
+    else:
+        sentence = (f"differences below {resolved.smallest_separated:.3f} are not resolved at {level} on this subset "
+                    f"({resolved.queries} queries)")
+        if resolved.largest_unresolved is not None and resolved.largest_unresolved > resolved.smallest_separated:
+            sentence += f", nor is every difference up to {resolved.largest_unresolved:.3f}"
+    if pool_bias is not None and pool_bias.expected is not None:
+        if pool_bias.families and not pool_bias.families[0].cut:
+            sentence += (f"; nobody pooled, so a new system is cut like the checked ones (the cut raises the "
+                         f"families' scores unevenly, by up to {pool_bias.expected:+.3f} over the others)")
+        else:
+            sentence += (f"; a system that did not pool is expected to gain {pool_bias.expected:+.3f} over those that "
+                         f"did, so read its lead over a pooled system net of that")
     return sentence
 
 
@@ -155,10 +184,14 @@ def _sha256(system: RunFileSpec) -> str:
 def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, System], output: Path | str, *,
                   metric: str = METRIC, threshold: float = THRESHOLD, top_k: int = defaults.TOP_K,
                   show_progress: bool = True, use_cache: bool = True, save: bool = True,
-                  permutations: int = fidelity.PERMUTATIONS) -> RankingCheck:
+                  permutations: int = fidelity.PERMUTATIONS, pool_bias: bool = True) -> RankingCheck:
     """Evaluate ``systems`` on ``full`` and ``subset`` (run and results files under ``output/full`` and
-    ``output/subset``), compare the orderings, and record the check in the subset's ``subset.json``."""
+    ``output/subset``), measure the pool bias of a system that did not pool (``pool_bias``:
+    :mod:`beirx.subsets.reusability`, under ``output/leave-out``), compare the orderings, and record the check
+    in the subset's ``subset.json``."""
     from beirx.data.catalogue import ignore_identical_ids_for
+    from beirx.subsets.families import Families
+    from beirx.subsets.reusability import Checked, LeaveOneFamilyOut, metric_depth
     from beirx.subsets.system_args import refuse_repeats
 
     manifest = subset.subset
@@ -178,8 +211,10 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
              "subset": (subset, Stages(subset, pack, split, top_k, ignore, show_progress, use_cache))}
     sides["full"][1].load_run_files(systems.values())  # a run of another dataset stops here, before any work
     scores: dict[str, list[float]] = {"full": [], "subset": []}
-    paths, per_query = [], []
-    restricted = _Restrict(subset, output / "subset" / "runs")
+    paths, per_query, descriptions = [], [], []
+    restricted = Restrict({doc.id for doc in beir_io.iter_corpus(subset.corpus_path)}, set(manifest.query_ids),
+                          output / "subset" / "runs", full_documents=manifest.counts.source_documents,
+                          depth=metric_depth(metric))
     for label, system in systems.items():
         found, queries = [], []
         for side, (dataset, stages) in sides.items():
@@ -188,44 +223,31 @@ def check_ranking(full: BeirDataset, subset: BeirDataset, systems: dict[str, Sys
             scores[side].append(outcome.results.metrics[metric])
             found.append(str(outcome.results_path))
             queries.append(outcome.results.per_query_metric(metric))
+            if side == "full":
+                descriptions.append(outcome.results.system.description)
         paths.append(tuple(found))
         per_query.append(tuple(queries))
         log.info("%s: %s %.4f on the full set, %.4f on the subset", label, metric, scores["full"][-1],
                  scores["subset"][-1])
+    if restricted.inexact:
+        log.warning("%d query x run pairs restricted to the subset hold fewer than %d of its documents while the run "
+                    "was cut short: their %s on the subset is not exact (give deeper runs)", restricted.inexact,
+                    metric_depth(metric), metric)
+    families = Families()
+    made_of = [families.of(description) for description in descriptions]
+    pooled_union = frozenset().union(*(families.of(entry.description) for entry in manifest.pool))
+    bias = None
+    if pool_bias:
+        checked = {label: Checked(system, parts, whole, sub) for (label, system), parts, (whole, sub)
+                   in zip(systems.items(), made_of, per_query)}
+        bias = LeaveOneFamilyOut(full, subset, sides["full"][1], output, metric=metric, show_progress=show_progress,
+                                 use_cache=use_cache, families=families).measure(checked)
     check = compare(list(systems), scores["full"], scores["subset"], metric=metric, split=split, threshold=threshold,
                     full_checksum=full_checksum, subset_checksum=subset.checksum(), paths=paths, per_query=per_query,
-                    pooled=[took_part(system, manifest.pool) for system in systems.values()], permutations=permutations)
+                    pooled=[took_part(system, manifest.pool) for system in systems.values()],
+                    families=[sorted(f.label for f in parts) for parts in made_of],
+                    family_pooled=[bool(parts) and parts <= pooled_union for parts in made_of], pool_bias=bias,
+                    permutations=permutations)
     if save:
         dataclasses.replace(manifest, ranking_check=check).save(SubsetManifest.path_in(subset.root))
     return check
-
-
-class _Restrict:
-    """A system as it exists on the subset: run files restricted to the subset's queries and documents."""
-
-    def __init__(self, subset: BeirDataset, folder: Path):
-        self.subset, self.folder = subset, folder
-        self._docs: set[str] | None = None
-
-    def __call__(self, system: System) -> System:
-        if isinstance(system, RunFileSpec):
-            return dataclasses.replace(system, path=self._restricted(Path(system.path)),
-                                       name=system.name or system.label())
-        if isinstance(system, FusionSpec):
-            return dataclasses.replace(system, inputs=[self(s) for s in system.inputs])
-        if isinstance(system, RerankSpec):
-            return dataclasses.replace(system, first_stage=self(system.first_stage))
-        return system
-
-    def _restricted(self, path: Path) -> Path:
-        if self._docs is None:
-            self._docs = {doc.id for doc in beir_io.iter_corpus(self.subset.corpus_path)}
-        queries = set(self.subset.subset.query_ids)
-        run = read_trec(path, queries=queries)
-        kept = {qid: {d: s for d, s in docs.items() if d in self._docs} for qid, docs in run.items()}
-        if not any(kept.values()):
-            raise DataError(path, f"none of the documents it retrieves for the subset's {len(queries)} queries is in "
-                                  f"the subset's corpus ({self.subset.root}): the subset cannot rank this run")
-        target = self.folder / path.name
-        write_trec(target, kept, tag=f"{path.stem}-subset")
-        return target

@@ -21,6 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from beirx.artifacts.manifest import DatasetSide
@@ -34,7 +35,7 @@ from beirx.evaluate.specs import System
 from beirx.language_packs import get_pack
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
-from beirx.subsets.pool import depth_that_fits, entry_depths, pool_runs
+from beirx.subsets.pool import Pooled, depth_that_fits, entry_depths, pool_runs
 from beirx.subsets.recipe import QUERY_CAP
 from beirx.subsets.sample import sample_queries
 
@@ -64,26 +65,19 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int | None
     with timer.section("pool"):
         pooled = pool_runs(dataset, get_pack(dataset.lang), kept, pool, depth, show_progress, use_cache) \
             if depth > 0 else []
-    judged = {did for qid in kept for did in qrels[qid]}
-    entry = entry_depths(pooled)
     with timer.section("corpus_scan"):
-        scan = _scan(dataset, judged | set(entry), judged, max_docs or 0, seed, show_progress)
-    judged_present = judged & scan.present
-    _refuse_foreign_runs(pooled, scan.present, dataset.corpus_path)
-    entry = {did: rank for did, rank in entry.items() if did in scan.present and did not in judged}
-    reached = depth_that_fits(entry, judged_present, depth, max_docs)
-    pooled_ids = {did for did, rank in entry.items() if rank <= reached}
-    selected = judged_present | pooled_ids
-    fill = _fill(scan, entry, reached, max(0, (max_docs or 0) - len(selected)))
-    keep = selected | fill
+        found = gather(dataset, kept, qrels, pooled, max_docs, seed, show_progress)
+    _refuse_foreign_runs(pooled, found.scan.present, dataset.corpus_path)
+    selection = select(found, pooled, depth, max_docs)
+    judged_present, reached, keep = found.judged, selection.reached, selection.keep
     if max_docs is not None and len(judged_present) > max_docs:
         log.warning("the %d documents judged for the %d kept queries exceed --max-docs %d: all are kept, with no "
                     "pool and no random fill", len(judged_present), len(kept), max_docs)
     elif reached < depth and pooled:
         log.info("pool depth shrank from %d to %d to fit --max-docs %d", depth, reached, max_docs)
-    if len(judged_present) < len(judged):
+    if found.missing:
         log.warning("%d documents judged for the kept queries are not in %s (e.g. %s); they count as unretrievable",
-                    len(judged - judged_present), dataset.corpus_path.name, sorted(judged - judged_present)[0])
+                    len(found.missing), dataset.corpus_path.name, sorted(found.missing)[0])
 
     name = subset_name(dataset.name)
     manifest = SubsetManifest(
@@ -94,23 +88,19 @@ def make_subset(dataset: BeirDataset, output: Path | str, *, queries: int | None
                             depth=depth, depth_reached=reached, max_docs=max_docs, queries_cap=queries is None),
         pool=[p.system for p in pooled],
         counts=SubsetCounts(candidate_queries=chosen.candidates, queries=len(kept), strata=chosen.strata,
-                            qrels=sum(len(qrels[q]) for q in kept), source_documents=scan.total,
-                            judged=len(judged_present), judged_missing=len(judged) - len(judged_present),
-                            pooled=len(pooled_ids), random=len(fill), documents=len(keep),
-                            characters=sum(scan.length[d] for d in keep) + sum(len(q.text) for q in kept.values()),
-                            source_characters=scan.characters + query_characters),
+                            qrels=sum(len(qrels[q]) for q in kept), source_documents=found.scan.total,
+                            judged=len(judged_present), judged_missing=len(found.missing),
+                            pooled=len(selection.pooled), random=len(selection.fill), documents=len(keep),
+                            characters=selection.characters(found) + sum(len(q.text) for q in kept.values()),
+                            source_characters=found.scan.characters + query_characters),
         query_ids=list(kept), versions=environment_versions())
     with timer.section("write"):
         with atomic_dir(output) as tmp:
-            written = _copy_records(dataset.corpus_path, tmp / "corpus.jsonl", keep, show_progress, "documents")
-            _copy_records(dataset.queries_path, tmp / "queries.jsonl", set(kept), show_progress, "queries")
-            beir_io.write_qrels(tmp / "qrels" / f"{split}.tsv", {qid: qrels[qid] for qid in kept})
-            if written != len(keep):  # pragma: no cover - the scan and the copy read the same file
-                raise BeirxError(f"{dataset.corpus_path} changed while the subset was cut; run again")
+            write_records(dataset, tmp, keep, list(kept), qrels, split, show_progress)
             manifest.timings = {**timer.seconds, "total": round(time.time() - started, 3)}
             manifest.save(SubsetManifest.path_in(tmp))
     log.info("subset %s: %d queries, %d documents (%d judged, %d pooled at depth %d, %d random) -> %s", name,
-             len(kept), len(keep), len(judged_present), len(pooled_ids), reached, len(fill), output)
+             len(kept), len(keep), len(judged_present), len(selection.pooled), reached, len(selection.fill), output)
     return manifest
 
 
@@ -188,13 +178,73 @@ def _scan(dataset: BeirDataset, wanted: set[str], judged: set[str], limit: int, 
     return scan
 
 
-def _fill(scan: _Scan, entry: dict[str, int], reached: int, k: int) -> set[str]:
-    """The ``k`` documents with the smallest priorities among those neither judged nor pooled at ``reached``."""
+@dataclass
+class Candidates:
+    """What a cut chooses from: the kept queries' judged documents present in the corpus (and those missing),
+    and one scan of the corpus for every document any pooling system ranks (:func:`gather`)."""
+
+    judged: set[str]
+    missing: set[str]
+    scan: _Scan
+
+
+@dataclass
+class Selection:
+    """The documents a cut keeps (:func:`select`)."""
+
+    keep: set[str]
+    pooled: set[str]
+    """Pooled at ``reached`` and not judged."""
+    fill: set[str]
+    reached: int
+
+    def characters(self, found: Candidates) -> int:
+        """Of the kept titles and texts."""
+        return sum(found.scan.length[d] for d in self.keep)
+
+
+def gather(dataset: BeirDataset, kept: dict[str, Query], qrels, pooled: list[Pooled], max_docs: int | None,
+           seed: int, show_progress: bool = False) -> Candidates:
+    """One streamed pass over the corpus for the kept queries and the pooled lists: which judged and pooled
+    documents exist, the corpus's size and characters, and the fill's candidates. Any part of ``pooled`` can
+    then be selected from it (:func:`select`) as a fresh cut with only that part would select."""
+    judged = {did for qid in kept for did in qrels[qid]}
+    scan = _scan(dataset, judged | set(entry_depths(pooled)), judged, max_docs or 0, seed, show_progress)
+    return Candidates(judged=judged & scan.present, missing=judged - scan.present, scan=scan)
+
+
+def select(found: Candidates, pooled: list[Pooled], depth: int, max_docs: int | None) -> Selection:
+    """The judged documents, the pool of ``pooled`` at the largest depth that fits ``max_docs``, and the seeded
+    fill: the documents with the smallest priorities among all the others. ``pooled`` may be any part of the
+    lists :func:`gather` scanned for; the fill's candidates then include what the other lists ranked, at the
+    priority every document drew, so the selection is the one a cut pooling only ``pooled`` makes."""
+    entry = {did: rank for did, rank in entry_depths(pooled).items()
+             if did in found.scan.present and did not in found.judged}
+    reached = depth_that_fits(entry, found.judged, depth, max_docs) if pooled else 0
+    pooled_ids = {did for did, rank in entry.items() if rank <= reached}
+    selected = found.judged | pooled_ids
+    fill = _fill(found.scan, selected, max(0, (max_docs or 0) - len(selected)))
+    return Selection(keep=selected | fill, pooled=pooled_ids, fill=fill, reached=reached)
+
+
+def _fill(scan: _Scan, selected: set[str], k: int) -> set[str]:
+    """The ``k`` documents with the smallest priorities among those not ``selected`` (the heap holds the smallest
+    of the documents no system ranks; every ranked, unjudged document has its priority)."""
     if k <= 0:
         return set()
     eligible = [(-neg, did) for neg, did in scan.heap]
-    eligible += [(scan.priority[did], did) for did, rank in entry.items() if rank > reached]
+    eligible += [(priority, did) for did, priority in scan.priority.items() if did not in selected]
     return {did for _, did in heapq.nsmallest(k, eligible)}
+
+
+def write_records(dataset: BeirDataset, folder: Path, keep: set[str], query_ids: list[str], qrels, split: str,
+                  show_progress: bool = False) -> None:
+    """The kept documents and queries as the source's own lines, and every judgement of the kept queries."""
+    written = _copy_records(dataset.corpus_path, folder / "corpus.jsonl", keep, show_progress, "documents")
+    _copy_records(dataset.queries_path, folder / "queries.jsonl", set(query_ids), show_progress, "queries")
+    beir_io.write_qrels(folder / "qrels" / f"{split}.tsv", {qid: qrels[qid] for qid in query_ids})
+    if written != len(keep):  # pragma: no cover - the scan and the copy read the same file
+        raise BeirxError(f"{dataset.corpus_path} changed while the subset was cut; run again")
 
 
 def _copy_records(source: Path, target: Path, keep: set[str], show: bool, unit: str) -> int:

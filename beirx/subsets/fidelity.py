@@ -29,6 +29,10 @@ against disagreement for every swapped pair.
   the resolution is the smallest difference of the metric that the subset separates at ``1 - alpha``, and
   every difference below it is unresolved (``largest_unresolved`` is the largest difference it does not
   separate). Per pair, uncorrected: it states what one comparison read off the subset can carry.
+- **Discriminative power** (Sakai, SIGIR 2006): a pair of systems the full set does not separate is a tie, so
+  its order on the subset is no error. Of the pairs the full set separates at ``1 - alpha``, the share the
+  subset separates in the same order (discriminative power retained) and the count it separates in the
+  opposite order (significant reversals); beside them, the pairs only the subset separates.
 - **Swaps**: a pair ordered differently on the subset is *noise on the subset* when the subset does not
   separate it, *noise on the full set* when the full set does not either (or only the full set does not), and
   a *disagreement* when both separate it, in opposite directions.
@@ -102,15 +106,11 @@ def intervals(full: list[float], per_query: list[dict[str, float]],
         return none
     subset = np.array([[scores[q] for q in queries] for scores in per_query], dtype=np.float64)
     fixed = np.array(full, dtype=np.float64)
-    counts = np.zeros((resamples, len(queries)))
-    draws = np.random.default_rng(seed).integers(0, len(queries), (resamples, len(queries)))
-    np.add.at(counts, (np.arange(resamples)[:, None], draws), 1)
+    counts = draw_counts(len(queries), resamples, seed)
     sub_means = counts @ subset.T / len(queries)  # (resamples, systems): one row per draw
-    tail = (1 - level) / 2 * 100
 
     def bounds(values: np.ndarray) -> tuple[float, float] | None:
-        values = values[~np.isnan(values)]
-        return (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))) if values.size else None
+        return percentile_bounds(values, level)
 
     if full_per_query is None:
         return dataclasses.replace(none, tau_interval=bounds(_tau_b(sub_means, fixed)),
@@ -125,6 +125,32 @@ def intervals(full: list[float], per_query: list[dict[str, float]],
                      paired_rho_interval=bounds(_rho(sub_means, full_means)),
                      ceiling_tau_interval=bounds(_tau_b(full_means, fixed)),
                      ceiling_rho_interval=bounds(_rho(full_means, fixed)))
+
+
+def draw_counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    """``(resamples, n)``: how often each of ``n`` queries is drawn in each bootstrap draw of ``n`` with
+    replacement (seeded), so a draw's mean of any per-query values is one matrix product."""
+    counts = np.zeros((resamples, n))
+    draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    np.add.at(counts, (np.arange(resamples)[:, None], draws), 1)
+    return counts
+
+
+def percentile_bounds(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    """``[(1 - level) / 2, (1 + level) / 2]`` percentiles of the defined (not NaN) values; None without any."""
+    values = values[~np.isnan(values)]
+    tail = (1 - level) / 2 * 100
+    return (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))) if values.size else None
+
+
+def mean_interval(values: list[float], *, resamples: int = RESAMPLES, seed: int = 0,
+                  level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile-bootstrap interval of the mean of per-query ``values`` (the queries drawn with replacement,
+    as for tau's intervals); None without values."""
+    if not values:
+        return None
+    array = np.asarray(values, dtype=np.float64)
+    return percentile_bounds(draw_counts(len(array), resamples, seed) @ array / len(array), level)
 
 
 def _point(values: np.ndarray) -> float | None:
@@ -173,6 +199,45 @@ def resolution(means: dict[str, float], p_values: dict[tuple[str, str], float], 
     separated = [abs(means[a] - means[b]) for (a, b), p in p_values.items() if p < alpha]
     unresolved = [abs(means[a] - means[b]) for (a, b), p in p_values.items() if not p < alpha]
     return Resolved(min(separated) if separated else None, max(unresolved) if unresolved else None)
+
+
+@dataclass(frozen=True)
+class Power:
+    """Discriminative power kept by the subset (module doc)."""
+
+    full_separated: int
+    """Pairs the full set separates at 1 - alpha."""
+    same_order: int
+    """Of those, pairs the subset separates too, in the same order."""
+    reversals: int
+    """Of those, pairs the subset separates in the opposite order (significant reversals)."""
+    subset_only: int
+    """Pairs the subset separates and the full set does not."""
+    pairs: int
+
+    @property
+    def retained(self) -> float | None:
+        """``same_order / full_separated``; None when the full set separates no pair."""
+        return self.same_order / self.full_separated if self.full_separated else None
+
+
+def discriminative_power(full: dict[str, float], subset: dict[str, float], full_p: dict[tuple[str, str], float],
+                         subset_p: dict[tuple[str, str], float], alpha: float = ALPHA) -> Power:
+    """Of the pairs of systems the full set separates (``full_p`` < alpha), how many the subset separates in
+    the same order and how many in the opposite one (Sakai, SIGIR 2006: a pair neither side separates is a
+    tie, not a swap). ``full``/``subset``: each system's mean; p-values keyed by pair on each side."""
+    separated = same = reversed_ = only = 0
+    for (a, b), p in full_p.items():
+        q = subset_p[(a, b)] if (a, b) in subset_p else subset_p[(b, a)]
+        if p < alpha:
+            separated += 1
+            if q < alpha:
+                agree = (full[a] - full[b]) * (subset[a] - subset[b]) > 0
+                same += agree
+                reversed_ += not agree
+        elif q < alpha:
+            only += 1
+    return Power(full_separated=separated, same_order=same, reversals=reversed_, subset_only=only, pairs=len(full_p))
 
 
 def verdict(p_full: float, p_subset: float, alpha: float = ALPHA) -> str:

@@ -17,8 +17,8 @@ TOML (paths are relative to the file)::
 
     [subset]                          # optional: without it the full datasets are translated
     queries = 300                     # optional: default every judged query, up to 1,000
-    pool = ["bm25:fields=flat", "dense:intfloat/multilingual-e5-small"]   # optional: this is the default
-    depth = 100                       # optional: default 100 (shrinks to fit max_docs)
+    pool = ["bm25:fields=flat"]       # optional: a pool of hard negatives (default none: a uniform random sample)
+    depth = 100                       # optional: the pool's depth, default 100 (shrinks to fit max_docs)
     max_docs = 1500                   # optional: default 1,500 (beirx.subsets.recipe)
     seed = 0
     stratify = false

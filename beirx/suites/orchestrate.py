@@ -147,10 +147,12 @@ class SuiteBuilder:
             check = check_ranking(source, subset, parse_systems(recipe.check), subset.root / "ranking-check",
                                   threshold=recipe.tau_threshold, show_progress=self.show_progress,
                                   use_cache=self.use_cache)
-            resolved = check.subset_resolution
+            resolved, power = check.subset_resolution, check.discriminative_power
             return {"tau": check.tau, "tau_interval": check.tau_interval, "rho": check.rho,
                     "resolution": resolved.smallest_separated if resolved else None, "reading": check.reading,
-                    "not_pooled": [s.label for s in check.systems if s.pooled is False], "warning": check.warning}
+                    "not_pooled": [s.label for s in check.systems if s.pooled is False], "warning": check.warning,
+                    "discriminative_power_retained": power.retained if power else None,
+                    "expected_pool_bias": check.pool_bias.expected if check.pool_bias else None}
 
         self.step("check", entry.spec, None, self.suite.fingerprint("subset", subset.checksum()), subset.root,
                   verify, work)

@@ -4,6 +4,7 @@ from beirx.registry import Registry
 
 RERANKERS = Registry("reranker", {
     "cross-encoder": "beirx.evaluate.rerankers.cross_encoder:CrossEncoderReranker",
+    "bi-encoder": "beirx.evaluate.rerankers.bi_encoder:BiEncoderReranker",
     "monot5": "beirx.evaluate.rerankers.monot5:MonoT5Reranker",
     "colbert": "beirx.evaluate.rerankers.colbert:ColbertReranker",
     "llm-pointwise": "beirx.evaluate.rerankers.llm_pointwise:LLMPointwiseReranker",

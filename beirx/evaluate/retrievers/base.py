@@ -38,6 +38,10 @@ class Retriever(ABC):
     """The index (or embeddings) on disk after :meth:`index`, for its size; None for remote or in-memory ones."""
     device_name: str = "cpu"
     """Where the search runs (``cpu``, ``cuda:0``, ``remote`` ...)."""
+    corpus_statistics: ClassVar[bool] = True
+    """Whether a document's score depends on the rest of the corpus (BM25's IDF and average length). False when
+    it is a function of the query and the document alone (dense, SPLADE): the run on any part of the corpus is
+    then the full run restricted to that part, which pooled subsets use instead of encoding again."""
 
     @classmethod
     def add_arguments(cls, group: argparse._ArgumentGroup) -> None:

@@ -93,6 +93,7 @@ def document_text(doc: Doc) -> str:
 class DenseRetriever(Retriever):
     name = "dense"
     model_kind = "bi-encoder"
+    corpus_statistics = False
     PARAMS = {"max_length": positive_int, "batch_size": positive_int, "chunk_rows": positive_int,
               "similarity": SIMILARITIES, "search": SEARCH_BACKENDS, "backend": BACKENDS, "quantize": ("int8",)}
 

@@ -63,6 +63,7 @@ _INDEX_FORMAT = 1
 class SpladeRetriever(Retriever):
     name = "splade"
     model_kind = "masked-lm"
+    corpus_statistics = False
     PARAMS = {"max_length": positive_int, "query_max_length": positive_int, "batch_size": positive_int,
               "checkpoint_batches": positive_int, "query_encoding": QUERY_ENCODINGS, "pooling": POOLINGS}
 
