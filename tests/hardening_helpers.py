@@ -31,26 +31,29 @@ def metrics_of(results: dict) -> dict[str, float]:
     return {k: results["metrics"][k] for k in CLEAN}
 
 
-def build_tiny_st(folder: Path) -> Path:
+def build_tiny_st(folder: Path, words: list[str] | None = None, seed: int = 7, max_seq_length: int = 48) -> Path:
     """A 2-layer, 16-dim BERT with mean pooling and seeded random weights, saved as a sentence-transformers
-    folder: loads in well under a second, so cache tests can run the real dense path many times."""
+    folder: loads in well under a second, so cache tests can run the real dense path many times. Its vocabulary:
+    ``words`` (default: the tiny dataset's)."""
     import string
 
     import sentence_transformers as st
     import torch
     import transformers
 
-    words = sorted({w.strip(".;,").lower() for d in CORPUS + QUERIES for w in (d.get("title", "") + " " + d["text"]).split()})
+    if words is None:
+        words = sorted({w.strip(".;,").lower() for d in CORPUS + QUERIES
+                        for w in (d.get("title", "") + " " + d["text"]).split()})
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(string.punctuation) + [w for w in words if w]
     bert = folder.parent / (folder.name + "-bert")
-    torch.manual_seed(7)
+    torch.manual_seed(seed)
     tokenizer = transformers.BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(vocab))})
     config = transformers.BertConfig(vocab_size=len(tokenizer.vocab), hidden_size=16, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
     transformers.BertModel(config, add_pooling_layer=False).save_pretrained(bert)
     tokenizer.save_pretrained(bert)
     model = st.SentenceTransformer(str(bert), device="cpu")
-    model.max_seq_length = 48
+    model.max_seq_length = max_seq_length
     model.save(str(folder))
     return folder
 

@@ -222,14 +222,19 @@ def tiny_marian_folder(tmp_path_factory):
 
 
 def test_same_translation_folder_same_revision_in_results_and_manifest(tiny_marian_folder):
-    """A results document records the dense retriever's describe(); a manifest records the translator's."""
+    """A results document records the revision of resolve_model (dense retrieval, rerankers: a seq2seq folder is
+    refused as a dense model, so its revision is taken from the function they call); a manifest records the
+    translator's."""
     needs("sentence_transformers", "neural")
+    from beirx.errors import BeirxError
     from beirx.evaluate.retrievers.dense import DenseRetriever
+    from beirx.models.files import resolve_model
     from beirx.translate.backends.hf import HFTranslator
 
     translator = HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1, device="cpu")
-    retriever = DenseRetriever(Pack(), model=str(tiny_marian_folder), show_progress=False)  # describe() loads nothing
-    assert translator.describe()["revision"] == retriever.describe()["revision"]
+    assert translator.describe()["revision"] == resolve_model(str(tiny_marian_folder)).revision
+    with pytest.raises(BeirxError, match="a sequence-to-sequence model .MarianMTModel., not a sentence embedding"):
+        DenseRetriever(Pack(), model=str(tiny_marian_folder), show_progress=False)
     before = translator.describe()["revision"]
     (tiny_marian_folder / "README.md").write_text("edited card", encoding="utf-8")  # not the weights
     assert HFTranslator("en", "es", str(tiny_marian_folder), beam_size=1).describe()["revision"] == before

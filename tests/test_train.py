@@ -210,8 +210,17 @@ def test_killed_run_resumes_to_the_same_weights(tiny_dataset, tiny_bi_encoder, t
 def test_checkpoints_of_another_run_are_refused(tmp_path):
     checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 2e-5})
     checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 2e-5})  # the same run: fine
+    (checkpoints.checkpoint_dir(tmp_path) / "checkpoint-1").mkdir()
     with pytest.raises(BeirxError, match="learning_rate"):
         checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 1e-4})
+
+
+def test_a_record_without_checkpoints_binds_nothing(tmp_path):
+    """A run stopped before its first checkpoint (a refused value, a kill in the first step) left only its record:
+    the corrected rerun replaces it."""
+    checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 2e-5})
+    checkpoints.claim(tmp_path, {"base_model": "m", "learning_rate": 1e-4})
+    assert json.loads((checkpoints.checkpoint_dir(tmp_path) / "run.json").read_text())["learning_rate"] == 1e-4
 
 
 # -- cross-encoder ------------------------------------------------------------------------------------
@@ -562,5 +571,6 @@ def test_evaluate_compares_base_and_trained_as_beirx_eval_does(kind, tiny_datase
 def test_the_reranker_refuses_a_bi_encoder(tiny_bi_encoder):
     """sentence-transformers loads a bi-encoder folder as a cross-encoder with a new, random classification head;
     reranking with it would rank by noise, so it is refused, naming what the folder was saved as."""
-    with pytest.raises(BeirxError, match=r"saved as BertModel, with no classification head.*a bi-encoder"):
+    with pytest.raises(BeirxError, match=r"--reranker-model .*st: a sentence-transformers bi-encoder \(BertModel\), "
+                                         r"not a cross-encoder"):
         RERANKERS.get("cross-encoder")(str(tiny_bi_encoder), show_progress=False, use_cache=False)

@@ -71,6 +71,15 @@ def _translated(args):
     return resolve_dataset(args.dataset, lang=args.lang or "en")
 
 
+def read_only_message(path: Path, problem: str) -> str:
+    """The refusal to serve a review whose ratings cannot be stored at ``path`` (its database)."""
+    where = path.parent if path.parent.is_dir() else path.parent.parent
+    kept = f"the review in {path} is intact" if path.is_file() else "no review was started"
+    return (f"{where} is read-only (a read-only file system or folder): the review app saves every rating there, so "
+            f"it cannot run; {kept}. Make the folder writable, or copy the dataset to a writable place and review the "
+            f"copy (writing there: {problem})")
+
+
 def _serve(args) -> int:
     from dataclasses import asdict
 
@@ -87,6 +96,9 @@ def _serve(args) -> int:
     source, translated = resolve_translation(args.target, args.source, args.lang, args.src)
     if args.sample is None and not ReviewStore.path_in(translated.root).is_file():
         raise BeirxError(f"{translated.root} has no review yet: say how many items to draw with --sample N")
+    problem = ReviewStore.storage_problem(translated.root)
+    if problem:  # before a port is taken or a sample drawn: every rating is saved as it is submitted
+        raise BeirxError(read_only_message(ReviewStore.path_in(translated.root), problem))
     quality_path = args.quality or QualityReport.path_in(translated.root)
     side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
                        checksum=translated.checksum())
@@ -97,9 +109,7 @@ def _serve(args) -> int:
     sock = listen(args.host, args.port)  # a port in use stops here, before anything is written or printed
     store = ReviewStore.in_folder(translated.root, create=True)
     if store.read_only:
-        raise BeirxError(f"{store.path.parent} is read-only (a read-only file system or folder): the review app saves "
-                         f"every rating there, so it cannot run; the review in {store.path} is intact. Make the "
-                         "folder writable, or copy the dataset to a writable place and review the copy")
+        raise BeirxError(read_only_message(store.path, "read-only"))
     if not store.size():
         if quality is not None and quality.translated.checksum != side.checksum:
             print(f"note: {quality_path} was made for another version of the translation; its ranking is used anyway")

@@ -297,9 +297,13 @@ def run(args) -> int:
 
 def _cost_translator(args, lang: str):
     """The ``--cost`` backend, built (name and options checked) before the subset is cut."""
+    from beirx.models.checks import check_if_local
     from beirx.translate.backends import TRANSLATORS
 
-    return TRANSLATORS.get(args.cost)(lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
+    translator = TRANSLATORS.get(args.cost)
+    if translator.model_kind:  # named by the flag the user gave, before the backend loads anything
+        check_if_local(args.cost_model, translator.model_kind, "--cost-model", f"--cost {args.cost}")
+    return translator(lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
 
 
 def _record_cost(output: Path, subset, translator) -> None:

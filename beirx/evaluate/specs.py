@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from beirx.evaluate import defaults, fusion
-from beirx.models.default_models import default_model, model_or_default
+from beirx.models.default_models import ModelNeed, default_model, model_or_default
 from beirx.paths import safe_tag
 from beirx.redact import redact_url
 
@@ -143,18 +143,23 @@ class RerankSpec:
 System = Union[SystemSpec, RunFileSpec, FusionSpec, RerankSpec]
 
 
-def models_needed(systems: Iterable[System], lang: str) -> set[tuple[str, str | None]]:
-    """``(model, revision)`` of every model ``systems`` load for ``lang`` (dense retrievers' and rerankers',
-    given or the language's default), for :func:`~beirx.models.default_models.check_available`."""
+def models_needed(systems: Iterable[System], lang: str) -> set[ModelNeed]:
+    """Every model ``systems`` load for ``lang`` (dense and sparse retrievers' and rerankers', given or the
+    language's default) with the kind each must be, for :func:`~beirx.models.default_models.check_available`."""
     from beirx.evaluate.rerankers import RERANKERS
+    from beirx.evaluate.retrievers import RETRIEVERS
 
     wanted = set()
     for system in systems:
         if isinstance(system, RerankSpec):
-            if RERANKERS.get(system.reranker).model_is_local(system.params):  # not a server's model name
-                wanted.add((system.model(lang), system.params.get("revision")))
+            reranker = RERANKERS.get(system.reranker)
+            if reranker.model_is_local(system.params):  # not a server's model name
+                wanted.add(ModelNeed(system.model(lang), system.params.get("revision"), reranker.model_kind,
+                                     "--reranker-model", f"--reranker {system.reranker}"))
         elif isinstance(system, SystemSpec):
             model = system.params.get("model") or default_model(system.retriever, lang)
             if model:
-                wanted.add((str(model), system.params.get("revision")))
+                wanted.add(ModelNeed(str(model), system.params.get("revision"),
+                                     RETRIEVERS.get(system.retriever).model_kind, "--model",
+                                     f"--retriever {system.retriever}"))
     return wanted

@@ -7,6 +7,8 @@ document and a translation manifest, the device is chosen by one rule, and a mod
 Modules (nothing heavy is imported here: ``beirx --help`` stays instant):
 
 - :mod:`~beirx.models.files`: a model argument (local folder or Hub id) -> files and ONE revision string;
+- :mod:`~beirx.models.checks`: a model folder checked before any work: its kind (bi-encoder, cross-encoder,
+  causal LM, seq2seq, masked LM), a readable config, whole weights, a tokenizer;
 - :mod:`~beirx.models.device`: ``cuda`` when available, else ``cpu``; an explicit ``--device`` is validated;
 - :mod:`~beirx.models.loaded`: the process-wide cache of loaded models;
 - :mod:`~beirx.models.prompts`: a model's query/passage prompts;

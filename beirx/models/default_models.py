@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import MappingProxyType
+from typing import NamedTuple
 
 from beirx.errors import BeirxError
 
@@ -77,13 +78,30 @@ def model_or_default(kind: str, model: str | None, lang: str, what: str, flag: s
     return str(found)
 
 
-def check_available(models: Iterable[tuple[str, str | None]]) -> None:
-    """Every ``(model, revision)`` is a local folder, or on the Hub (in its local cache when offline), or the
-    Universal Sentence Encoder; else the error of :func:`~beirx.models.files.resolve_model` (or of
+class ModelNeed(NamedTuple):
+    """A model a command will load: the name given, its revision, and what it must be (a
+    :mod:`beirx.models.checks` kind, None: only found) for which ``flag`` of which ``needed_by``."""
+
+    model: str
+    revision: str | None
+    kind: str | None = None
+    flag: str = "model"
+    needed_by: str = ""
+
+
+def check_available(models: Iterable[ModelNeed]) -> None:
+    """Every model is a local folder, or on the Hub (in its local cache when offline), whole and of the kind it
+    must be, or the Universal Sentence Encoder where a sentence embedding is wanted; else the error of
+    :func:`~beirx.models.files.resolve_model`, :func:`~beirx.models.checks.check_model` (or of
     :func:`~beirx.models.use_encoder.use_model_files`)."""
+    from beirx.models.checks import checked_model
     from beirx.models.files import resolve_model
     from beirx.models.use_encoder import use_model_files
 
-    for model, revision in sorted(set(models), key=str):
-        if use_model_files(model) is None:
-            resolve_model(model, revision)
+    for need in sorted(set(models), key=str):
+        if need.kind in (None, "bi-encoder") and use_model_files(need.model) is not None:
+            continue
+        if need.kind:
+            checked_model(need.model, need.kind, need.revision, need.flag, need.needed_by)
+        else:
+            resolve_model(need.model, need.revision)

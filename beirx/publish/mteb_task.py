@@ -367,10 +367,10 @@ def mteb_encoder(model_name: str):
     from sentence_transformers import SentenceTransformer
 
     from beirx.models.device import choose_device
-    from beirx.models.files import resolve_model
+    from beirx.models.checks import checked_model
     from beirx.models.prompts import model_prompts
 
-    files = resolve_model(model_name, None)
+    files = checked_model(model_name, "bi-encoder", None, "--model", "an MTEB run")
     prompts = model_prompts(files)
     mteb_prompts = {"query": prompts["query"]} if prompts.get("query") else {}
     if prompts.get("passage"):

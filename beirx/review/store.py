@@ -103,6 +103,29 @@ class ReviewStore(Database):
         return Path(dataset_root) / FOLDER / FILENAME
 
     @classmethod
+    def storage_problem(cls, dataset_root: Path | str) -> str | None:
+        """Why ratings of the review of ``dataset_root`` cannot be stored (None: they can), found by trying: a
+        file created and removed in the review folder (or, before the first review, the folder it will be made
+        in), and the database opened for writing. Permissions alone can answer wrongly (root, a read-only mount,
+        a network file system), so nothing is inferred from them."""
+        import tempfile
+
+        path = cls.path_in(dataset_root)
+        folder = path.parent
+        while not folder.is_dir() and folder != folder.parent:
+            folder = folder.parent
+        try:
+            handle, probe = tempfile.mkstemp(prefix=".beirx-write-probe-", dir=folder)
+            os.close(handle)
+            os.unlink(probe)
+            if path.is_file():
+                with path.open("r+b"):
+                    pass
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        return None
+
+    @classmethod
     def in_folder(cls, dataset_root: Path | str, create: bool = False) -> ReviewStore:
         """The review of the dataset in ``dataset_root`` (``create``: start one when there is none)."""
         path = cls.path_in(dataset_root)

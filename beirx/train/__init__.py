@@ -11,6 +11,8 @@ it. Modules, one job each:
 - :mod:`~beirx.train.checkpoints`: where checkpoints go, the last one to resume from, a run's identity;
 - :mod:`~beirx.train.trainer_progress`: loss in log lines when no progress bar is shown;
 - :mod:`~beirx.train.session`: what both trainers share (data, arguments, resume, save, card);
+- :mod:`~beirx.train.selection`: the dev slice held out of the training queries, the base and each checkpoint
+  evaluated on it, the best kept;
 - :mod:`~beirx.train.bi_encoder`: sentence-transformers training with MultipleNegativesRankingLoss;
 - :mod:`~beirx.train.cross_encoder`: CrossEncoder training with BinaryCrossEntropyLoss or a listwise
   softmax loss;

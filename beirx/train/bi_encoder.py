@@ -36,7 +36,7 @@ import logging
 from typing import Any
 
 from beirx.models.prompts import model_prompts
-from beirx.train import memory, session
+from beirx.train import memory, selection, session
 from beirx.train.options import TrainOptions
 from beirx.train.validation import bi_encoder_evaluator
 
@@ -76,7 +76,10 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     opts = dataclasses.replace(opts, mini_batch_size=opts.mini_batch_size or MINI_BATCH_SIZE)
-    data, base, device = session.prepare(opts, show_progress)
+    prepared = session.prepare(opts, show_progress, "bi-encoder")
+    if prepared.finished is not None:
+        return session.resume_finished("bi-encoder", opts, prepared, show_progress)
+    data, base, device = prepared.data, prepared.base, prepared.device
     prompts = model_prompts(base)
     model = SentenceTransformer(str(base.folder), device=device)
     base_length = model.max_seq_length
@@ -96,15 +99,18 @@ def train_bi_encoder(opts: TrainOptions, show_progress: bool = True, callbacks: 
                                  where=memory.Where(device))
     train_dataset = datasets.Dataset.from_dict(cols)
     args = session.training_arguments(
-        SentenceTransformerTrainingArguments, opts, device, show_progress, batch_sampler=BatchSamplers.NO_DUPLICATES,
-        prompts=text_prompts or None)
+        SentenceTransformerTrainingArguments, opts, device, show_progress, len(train_dataset), data.dev is not None,
+        batch_sampler=BatchSamplers.NO_DUPLICATES, prompts=text_prompts or None)
     evaluator = bi_encoder_evaluator(data.validation, prompts, opts.batch_size) if data.validation else None
+    score = session.dev_scorer("bi-encoder", data, base, opts, device, base_length, show_progress)
+    if score is not None:
+        evaluator = selection.evaluator(score, evaluator)
     scale = opts.scale or SCALE
     loss_fn = CachedMultipleNegativesRankingLoss(model, scale=scale, mini_batch_size=mini_batch)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                          evaluator=evaluator)
     run = session.fit(trainer, "bi-encoder", opts, data, base, show_progress,
-                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
+                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))), score)
     loss = {"name": LOSS, "scale": scale, "scale_from": "--scale" if opts.scale else
             "default: sentence-transformers' 20 (temperature 0.05); E5 was pre-trained at 100 (temperature 0.01), "
             "which scored +0.011 nDCG@10 over 20 on SciFact, not significant (p = 0.25), so is not the default",

@@ -60,6 +60,7 @@ def render(record: dict[str, Any]) -> str:
                                 f"(analyzer `{negatives['analyzer']}`, {negatives['fields']}), never a judged "
                                 "positive" if negatives else "none (in-batch negatives only)"),
         *_validation_lines(data.get("validation"), run.get("validation")),
+        *_dev_lines(data.get("dev"), run.get("selection")),
         "", "## Training", "",
         f"- loss: {record['loss']['name']}; seed {record['seed']}; "
         f"{run['steps']} steps, last logged loss {run['last_logged_loss']}",
@@ -107,6 +108,23 @@ def _validation_lines(pool: dict[str, Any] | None, scores: list[dict[str, Any]] 
              f"{pool['pool_documents']} documents (judged + {pool['bm25_candidates_per_query']} BM25 candidates "
              "each)"]
     lines += [f"  - step {entry['step']}: nDCG@10 {entry['ndcg@10']:.4f}" for entry in scores or ()]
+    return lines
+
+
+def _dev_lines(dev: dict[str, Any] | None, chosen: dict[str, Any] | None) -> list[str]:
+    """The dev slice, its curve and the model kept (:mod:`beirx.train.selection`)."""
+    if not dev:
+        return []
+    if "none" in dev:
+        return [f"- dev slice: none ({dev['none']})"]
+    lines = [f"- dev slice: {dev['num_queries']} of the {dev['of_queries']} training queries held out (fraction "
+             f"{dev['fraction']:g}, seed {dev['seed']}), not trained on; the base model and each checkpoint were "
+             f"evaluated on it by {dev['metric']} over {dev['corpus']}"]
+    if chosen:
+        lines += [f"  - {point['model']} (step {point['step']}): nDCG@10 {point['ndcg@10']:.4f}, Recall@100 "
+                  f"{point['recall@100']:.4f}" + (" (kept)" if point["step"] == chosen["kept_step"] else "")
+                  for point in chosen["curve"]]
+        lines.append(f"  - {chosen['verdict']}")
     return lines
 
 

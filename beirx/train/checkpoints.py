@@ -7,7 +7,10 @@ like the newest checkpoint but is half written. So each folder is sealed once th
 rerun of the same command resumes from the newest checkpoint that verifies (:func:`last_checkpoint`); one that
 does not is reported and removed. The data order and the result are then the ones an uninterrupted run gives.
 ``run.json`` beside them records what the run is (base model, dataset checksum, split, parameters):
-checkpoints of a different run are never resumed silently.
+checkpoints of a different run are never resumed silently, while a record with no checkpoint beside it (a run
+stopped before its first save, e.g. by a value the trainer refused) binds nothing and is replaced.
+``base/`` holds the untrained model, sealed with its dev scores (:mod:`beirx.train.selection`), so a resumed run
+neither evaluates the base again nor loses it when it turns out to be the best.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 
 FOLDER = "checkpoints"
 IDENTITY = "run.json"
+BASE = "base"
 
 
 def checkpoint_dir(output: Path) -> Path:
@@ -68,17 +72,64 @@ def sealing_callback():
     return SealCheckpoints()
 
 
+def _steps(output: Path) -> list[Path]:
+    folder = checkpoint_dir(output)
+    return [p for p in folder.iterdir() if p.is_dir() and _STEP.match(p.name)] if folder.is_dir() else []
+
+
 def claim(output: Path, identity: dict[str, Any]) -> None:
-    """Record ``identity`` for the checkpoints of ``output``, or refuse checkpoints of another run."""
+    """Record ``identity`` for the checkpoints of ``output``, or refuse checkpoints of another run. A record
+    without any checkpoint (a run that stopped before its first save) is replaced, with the stale base copy."""
     path = checkpoint_dir(output) / IDENTITY
+    identity = json.loads(json.dumps(identity, default=str))
     if path.is_file():
-        found = json.loads(path.read_text(encoding="utf-8"))
-        if found != json.loads(json.dumps(identity, default=str)):
-            changed = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            found = None
+        if found == identity:
+            return
+        if _steps(output):
+            changed = sorted(k for k in set(found or {}) | set(identity) if (found or {}).get(k) != identity.get(k))
             raise BeirxError(f"{path.parent} holds checkpoints of another training run (different "
-                             f"{', '.join(changed)}); pass another --output or delete that folder")
-        return
-    write_json(path, json.loads(json.dumps(identity, default=str)))
+                             f"{', '.join(changed) or 'record'}); pass another --output or delete that folder")
+        log.info("%s records a run that saved no checkpoint: replaced", path)
+        shutil.rmtree(base_dir(output), ignore_errors=True)
+    write_json(path, identity)
+
+
+def base_dir(output: Path) -> Path:
+    return checkpoint_dir(output) / BASE
+
+
+def base_scores(output: Path) -> dict[str, float] | None:
+    """The dev scores sealed with the saved base model, or None (absent, or damaged: then removed)."""
+    folder = base_dir(output)
+    if not folder.is_dir():
+        return None
+    problem = verify(folder, SEAL)
+    if problem is None:
+        return json.loads((folder / SEAL).read_text(encoding="utf-8"))["dev"]
+    report_damaged("saved base model", folder, problem)
+    shutil.rmtree(folder, ignore_errors=True)
+    return None
+
+
+def save_base(trainer, output: Path, scores: dict[str, float]) -> None:
+    """Save the untrained model of ``trainer`` beside the checkpoints, sealed with its dev ``scores``."""
+    folder = base_dir(output)
+    trainer.model.save_pretrained(str(folder), create_model_card=False)
+    seal(folder, SEAL, {"step": 0, "dev": scores})
+
+
+def step_dir(output: Path, step: int) -> Path:
+    """The checkpoint of ``step``, verified against its seal (a :class:`BeirxError` when it is not whole)."""
+    path = checkpoint_dir(output) / f"checkpoint-{step}"
+    problem = verify(path, SEAL) if path.is_dir() else "it is missing"
+    if problem:
+        raise BeirxError(f"{path}: the checkpoint chosen on the dev slice cannot be loaded ({problem}); rerun with "
+                         "--overwrite")
+    return path
 
 
 def finish(output: Path, keep: bool) -> None:

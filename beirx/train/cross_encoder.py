@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import BeirxError
-from beirx.train import memory, session
+from beirx.train import memory, selection, session
 from beirx.train.bi_encoder import columns as rows  # the listwise rows: query, passage, negative_1..N
 from beirx.train.options import DEFAULT_CROSS_ENCODER_LOSS, TrainOptions
 from beirx.train.validation import cross_encoder_evaluator
@@ -120,7 +120,10 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     opts = dataclasses.replace(opts, loss=opts.loss or DEFAULT_CROSS_ENCODER_LOSS)
-    data, base, device = session.prepare(opts, show_progress)
+    prepared = session.prepare(opts, show_progress, "cross-encoder")
+    if prepared.finished is not None:
+        return session.resume_finished("cross-encoder", opts, prepared, show_progress)
+    data, base, device = prepared.data, prepared.base, prepared.device
     torch.manual_seed(opts.seed)  # a new classification head starts from the same weights on every run
     head = head_for(Path(base.folder))
     model = build(Path(base.folder), head, device)
@@ -141,6 +144,7 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     train_dataset = datasets.Dataset.from_dict(cols)
     if listwise:
         args = session.training_arguments(CrossEncoderTrainingArguments, opts, device, show_progress,
+                                          len(train_dataset), data.dev is not None,
                                           batch_sampler=BatchSamplers.NO_DUPLICATES)
         loss_fn = listwise_loss(model)
         loss = {"name": LISTWISE_LOSS, "head": head, "bm25_negatives": opts.negatives,
@@ -149,15 +153,19 @@ def train_cross_encoder(opts: TrainOptions, show_progress: bool = True, callback
     else:
         positives = sum(1 for label in cols["label"] if label > 0)
         pos_weight = (len(cols["label"]) - positives) / positives
-        args = session.training_arguments(CrossEncoderTrainingArguments, opts, device, show_progress)
+        args = session.training_arguments(CrossEncoderTrainingArguments, opts, device, show_progress,
+                                          len(train_dataset), data.dev is not None)
         loss_fn = BinaryCrossEntropyLoss(model, pos_weight=torch.tensor(pos_weight))
         loss = {"name": LOSS, "head": head, "pos_weight": round(pos_weight, 6), "positives": positives,
                 "negatives": len(cols["label"]) - positives}
     evaluator = cross_encoder_evaluator(data.validation, opts.batch_size) if data.validation else None
+    score = session.dev_scorer("cross-encoder", data, base, opts, device, base_length, show_progress)
+    if score is not None:
+        evaluator = selection.evaluator(score, evaluator)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss_fn,
                                   evaluator=evaluator)
     run = session.fit(trainer, "cross-encoder", opts, data, base, show_progress,
-                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))))
+                      (*callbacks, memory.first_step_logger(estimate, memory.Where(device))), score)
     loss["max_length"] = model.max_seq_length
     if not opts.max_seq_length:
         model.max_seq_length = base_length

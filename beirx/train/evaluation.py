@@ -21,6 +21,7 @@ from beirx.atomic import write_json
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.evaluate.specs import RerankSpec, System, SystemSpec
+from beirx.models.files import ModelFiles
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +36,39 @@ def output_folder(model_output: Path) -> Path:
     return model_output.with_name(model_output.name + "-evaluation")
 
 
-def check_split(dataset: BeirDataset, split: str) -> None:
-    """Refuse, before training, a split without qrels (the training split is refused by the options)."""
-    if not (dataset.root / "qrels" / f"{split}.tsv").is_file():
-        raise BeirxError(f"--evaluate {split}: {dataset.root / 'qrels' / (split + '.tsv')} does not exist (splits "
-                         f"of {dataset.name}: {', '.join(dataset.splits()) or 'none'})")
+def check_split(dataset: BeirDataset, split: str, flag: str = "--evaluate") -> None:
+    """Refuse, before training, a split without qrels or without a judged query that has a text (the training
+    split is refused by the options)."""
+    path = dataset.root / "qrels" / f"{split}.tsv"
+    if not path.is_file():
+        raise BeirxError(f"{flag} {split}: {path} does not exist (splits of {dataset.name}: "
+                         f"{', '.join(dataset.splits()) or 'none'})")
+    queries, qrels = dataset.queries_for_split(split)
+    if not any(rel > 0 for qid in queries for rel in qrels[qid].values()):
+        raise BeirxError(f"{flag} {split}: {path} has no positive judgement of a query with a text "
+                         f"(judged queries: {len(qrels)}): nothing to evaluate on")
+
+
+def check_before(kind: str, dataset: BeirDataset, split: str, base: ModelFiles, trained: Path) -> None:
+    """Everything ``--evaluate`` needs that can be checked before training: a judged split, a writable results
+    folder, and a base that can be evaluated as the trained model will be (a reranker for a cross-encoder)."""
+    from beirx.models.checks import check_model
+    from beirx.path_problems import write_problem
+
+    check_split(dataset, split)
+    folder = output_folder(trained)
+    if folder.exists() and not folder.is_dir():
+        raise BeirxError(f"--evaluate writes its results to {folder}, which is a file; move it or pass another "
+                         "--output")
+    problem = write_problem(folder)
+    if problem:
+        raise BeirxError(f"--evaluate writes its results to {folder}: cannot write there: {problem}")
+    if kind == "cross-encoder":
+        try:
+            check_model(base, "cross-encoder", "--model", "--evaluate (the base is reranked as the trained model is)")
+        except BeirxError as exc:
+            raise BeirxError(f"{exc}; train without --evaluate, then evaluate the trained model with  beirx eval "
+                             f"--reranker cross-encoder --reranker-model {trained}") from None
 
 
 def systems(kind: str, base_model: str, trained: Path) -> tuple[System, System]:

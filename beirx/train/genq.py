@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -35,15 +36,25 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.errors import BeirxError, require
 from beirx.evaluate.retrievers.dense import document_text
+from beirx.models.checks import checked_model
 from beirx.models.device import choose_device
-from beirx.models.files import resolve_model
 from beirx.progress import progress, skip
 from beirx.provenance import environment_versions
 from beirx.train.genq_cache import QueryCache
+from beirx.train.options import flag
 from beirx.artifacts.generation import GeneratedSplit, GenerationManifest, SourceCorpus
 from beirx.train.session import dataset_in_its_language
 
 log = logging.getLogger(__name__)
+
+
+NUMBERS = (("per_doc", lambda v: v >= 1, "a whole number, at least 1"),
+           ("batch_size", lambda v: v >= 1, "a whole number, at least 1"),
+           ("max_length", lambda v: v >= 1, "a whole number, at least 1"),
+           ("doc_max_length", lambda v: v >= 1, "a whole number, at least 1"),
+           ("top_p", lambda v: 0 < v <= 1, "more than 0 and at most 1"),
+           ("top_k", lambda v: v >= 0, "a whole number, 0 or more"),
+           ("seed", lambda v: 0 <= v < 2 ** 32, "a whole number between 0 and 2**32 - 1"))
 
 
 @dataclass
@@ -65,10 +76,14 @@ class GenerationOptions:
     cache: Path | None = None     # default $BEIRX_HOME/generated_queries/queries.sqlite
 
     def __post_init__(self) -> None:
+        """Every number checked before anything is read or written: finite, whole where it counts, in range."""
         self.output = Path(self.output)
-        for name in ("per_doc", "batch_size", "max_length", "doc_max_length"):
-            if getattr(self, name) < 1:
-                raise BeirxError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        for name, holds, requirement in NUMBERS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise BeirxError(f"{flag(name)} must be a finite number, got {value!r}")
+            if not holds(value) or (name != "top_p" and value != int(value)):
+                raise BeirxError(f"{flag(name)} must be {requirement}, got {value}")
 
 
 def query_id(doc_id: str, n: int) -> str:
@@ -88,7 +103,7 @@ class Seq2SeqGenerator:
         transformers = require("transformers", "neural", "generating queries")
         self.torch = require("torch", "neural", "generating queries")
         self.opts = opts
-        self.files = resolve_model(opts.model)
+        self.files = checked_model(opts.model, "seq2seq", None, "--model", "generate-queries")
         self.device = choose_device(opts.device)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(self.files.folder))
         self.model = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(self.files.folder))

@@ -12,7 +12,8 @@ log = logging.getLogger(__name__)
 
 
 def loss_logger():
-    """A ``TrainerCallback`` logging ``step N/M  epoch E  loss L`` at every logging step."""
+    """A ``TrainerCallback`` logging ``step N/M  epoch E  loss L`` at every logging step, and the scores of each
+    evaluation (the dev slice's, the validation pool's) as it ends."""
     from transformers import TrainerCallback
 
     class LossLogger(TrainerCallback):
@@ -24,6 +25,11 @@ def loss_logger():
             elif "train_loss" in logs:
                 log.info("finished %d steps in %.0f s; mean loss %.4f", state.global_step,
                          logs.get("train_runtime", 0.0), logs["train_loss"])
+            scores = {key[len("eval_"):]: value for key, value in logs.items() if key.startswith("eval_")
+                      and isinstance(value, float) and not key.endswith(("_runtime", "_per_second"))}
+            if scores:  # the dev slice's and the validation pool's scores, as each evaluation ends
+                log.info("step %d/%d evaluated: %s", state.global_step, state.max_steps,
+                         ", ".join(f"{name} {value:.4f}" for name, value in sorted(scores.items())))
 
     return LossLogger()
 

@@ -29,7 +29,8 @@ from beirx.data.cache import cache_dir
 from beirx.errors import require
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, length_order
-from beirx.models.files import max_seq_length, resolve_model
+from beirx.models.checks import checked_model
+from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 from beirx.models.use_encoder import UseEncoder, use_model_files
@@ -59,7 +60,7 @@ class PairEncoder:
             self.files, self.prompts, self.max_length = use_files, {}, None
         else:
             require("sentence_transformers", "translate", _FEATURE)
-            self.files = resolve_model(model, revision)
+            self.files = checked_model(model, "bi-encoder", revision, "encoder", "translation similarity")
             self.prompts = model_prompts(self.files)
             self.max_length = int(max_length or max_seq_length(self.files))
         self.batch_size = int(batch_size)

@@ -36,6 +36,8 @@ class Reranker(ABC):
     :meth:`describe` and :meth:`score_lists`."""
 
     name: ClassVar[str]
+    #: The :mod:`beirx.models.checks` kind of its model folder, checked before any work (None: not checked there).
+    model_kind: ClassVar[str | None] = None
     #: :meth:`describe` keys that do not change a score, so they stay out of the cache identity.
     not_score_defining: ClassVar[tuple[str, ...]] = ("batch_size", "sort_by_length", "device")
 

@@ -21,6 +21,7 @@ from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 
 class BiEncoderReranker(PairwiseReranker):
     name = "bi-encoder"
+    model_kind = "bi-encoder"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,

@@ -25,6 +25,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
+from beirx.models.checks import checked_model
 from beirx.models.files import resolve_model
 
 log = logging.getLogger(__name__)
@@ -32,22 +33,28 @@ log = logging.getLogger(__name__)
 
 class CrossEncoderReranker(PairwiseReranker):
     name = "cross-encoder"
+    model_kind = "cross-encoder"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,
-                 revision: str | None = None, dtype: str = "auto", sort_by_length: bool = True):
+                 revision: str | None = None, dtype: str = "auto", sort_by_length: bool = True, encoder=None):
+        """``encoder``: a ``CrossEncoder`` already in memory (one being trained from ``model``, whose head may be
+        new) scored as it is, instead of loading ``model``; pass ``use_cache=False`` with it."""
         super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
         st = require("sentence_transformers", "neural", "cross-encoder reranking")
-        self.files = resolve_model(model, revision)
+        in_memory = encoder is not None
+        self.files = resolve_model(model, revision) if in_memory else \
+            checked_model(model, "cross-encoder", revision, "--reranker-model", "--reranker cross-encoder")
         self.path = self.files.folder
         self.device = torch_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)
+        self.dtype = next(encoder.parameters()).dtype if in_memory else resolve_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.sort_by_length = sort_by_length
         key = ("cross-encoder", str(self.path), str(self.device), str(self.dtype))
-        encoder = loaded.cached(key, lambda: _load(st, self.path, self.device, self.dtype))
+        if not in_memory:
+            encoder = loaded.cached(key, lambda: _load(st, self.path, self.device, self.dtype))
         self.model = encoder.model
-        self.head = _head(encoder)
+        self.head = _head(encoder, new_head=in_memory)
         if self.head is None:
             modules = ", ".join(type(m).__name__ for m in encoder)
             saved = ", ".join(self.model.config.architectures or []) or "no architecture"
@@ -111,15 +118,16 @@ class CrossEncoderReranker(PairwiseReranker):
         return [cut.get(q.text, q.text) for q, _ in pairs], [d.joined() for _, d in pairs]
 
 
-def _head(encoder) -> str | None:
+def _head(encoder, new_head: bool = False) -> str | None:
     """``classifier`` (one sequence-classification model), ``mean`` (Transformer, mean Pooling, Dense to one
-    ``scores`` logit with no activation) or None (anything else)."""
+    ``scores`` logit with no activation) or None (anything else). ``new_head``: a model being trained, whose
+    classification head may be new (it is scored as it is)."""
     kinds = [type(m).__name__ for m in encoder]
     if kinds == ["Transformer"] and type(encoder.model).__name__.endswith("ForSequenceClassification"):
         # Only a checkpoint saved so: sentence-transformers also loads a plain encoder (a bi-encoder folder) this
         # way, giving it a new, random head that would rank by noise.
         saved = encoder.model.config.architectures or []
-        return "classifier" if any(a.endswith("ForSequenceClassification") for a in saved) else None
+        return "classifier" if new_head or any(a.endswith("ForSequenceClassification") for a in saved) else None
     if kinds == ["Transformer", "Pooling", "Dense"]:
         pooling, dense = encoder[1], encoder[2]
         if (pooling.pooling_mode == "mean" and dense.out_features == 1 and dense.module_output_name == "scores"

@@ -26,6 +26,7 @@ class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
     shared_flags = (add_llm_arguments,)
+    model_kind = "causal-lm"  # in this process (model_is_local); a server's model is not a folder
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
@@ -40,7 +41,8 @@ class LLMReranker:
         else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
         self.prompts = PromptFile.load(__package__, "llm_prompts.toml", prompt_file)
         self.language = get_pack(self.lang)
-        self.llm = llm if llm is not None else connect(model, what=self.name, **options)
+        self.llm = llm if llm is not None else connect(model, what=f"--reranker {self.name}", flag="--reranker-model",
+                                                       **options)
 
     @property
     def device(self) -> str | None:

@@ -29,7 +29,7 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
-from beirx.models.files import resolve_model
+from beirx.models.checks import checked_model
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ _MAX_CUTS = 5
 
 class MonoT5Reranker(PairwiseReranker):
     name = "monot5"
+    model_kind = "seq2seq"
 
     FLAGS = {"true_token": ("--monot5-true-token", str, "monoT5's relevance token (default: the checkpoint's, e.g. "
                                                         "'true' or Polish 'prawda')"),
@@ -56,7 +57,7 @@ class MonoT5Reranker(PairwiseReranker):
             raise BeirxError(f"monoT5 template must contain {{query}} then {{document}} once each: {template!r}")
         self.template = template
         self._head, self._tail = template.split("{document}")
-        self.files = resolve_model(model, revision)
+        self.files = checked_model(model, "seq2seq", revision, "--reranker-model", "--reranker monot5")
         self.device = torch_device(device)
         half = "bfloat16" if self.device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
         self.dtype = resolve_dtype(dtype, self.device, half=half)

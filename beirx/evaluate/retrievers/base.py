@@ -22,6 +22,8 @@ class Retriever(ABC):
     """First-stage retrieval. Subclasses are registered by name in :mod:`beirx.evaluate.retrievers`."""
 
     name: ClassVar[str]
+    #: The :mod:`beirx.models.checks` kind of its ``model`` folder, checked before any work (None: no model folder).
+    model_kind: ClassVar[str | None] = None
     #: Constructor parameter -> its argparse type (:mod:`beirx.argtypes`) or a tuple of choices: how its flag, a
     #: system's spelling and a grid file read it (:func:`beirx.evaluate.params.checked_params`). Declared once:
     #: the flags take their types from here.

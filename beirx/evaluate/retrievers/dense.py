@@ -54,7 +54,8 @@ from beirx.language_packs import LanguagePack
 from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
-from beirx.models.files import max_seq_length, resolve_model
+from beirx.models.checks import checked_model
+from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 from beirx.models.use_encoder import implementation as use_implementation
@@ -91,6 +92,7 @@ def document_text(doc: Doc) -> str:
 
 class DenseRetriever(Retriever):
     name = "dense"
+    model_kind = "bi-encoder"
     corpus_statistics = False
     PARAMS = {"max_length": positive_int, "batch_size": positive_int, "chunk_rows": positive_int,
               "similarity": SIMILARITIES, "search": SEARCH_BACKENDS, "backend": BACKENDS, "quantize": ("int8",)}
@@ -144,7 +146,7 @@ class DenseRetriever(Retriever):
         self.use_folder = use_files.folder if use_files else None
         if use_files is None:
             require("sentence_transformers", "neural", "dense retrieval")  # fail before any work, naming the extra
-            self.files = resolve_model(str(model), revision)
+            self.files = checked_model(str(model), "bi-encoder", revision, "--model", "dense retrieval")
             prompts = model_prompts(self.files)
             model_similarity = self.files.read_json("config_sentence_transformers.json").get("similarity_fn_name")
         else:

@@ -50,7 +50,7 @@ from beirx.language_packs import LanguagePack
 from beirx.models.default_models import model_or_default
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import length_order
-from beirx.models.files import resolve_model
+from beirx.models.checks import checked_model
 from beirx.models.splade import POOLINGS, SpladeEncoder
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ _INDEX_FORMAT = 1
 
 class SpladeRetriever(Retriever):
     name = "splade"
+    model_kind = "masked-lm"
     corpus_statistics = False
     PARAMS = {"max_length": positive_int, "query_max_length": positive_int, "batch_size": positive_int,
               "checkpoint_batches": positive_int, "query_encoding": QUERY_ENCODINGS, "pooling": POOLINGS}
@@ -106,8 +107,9 @@ class SpladeRetriever(Retriever):
             raise BeirxError("query_encoding='tokens' uses no query encoder: drop query_model")
         require("transformers", "neural", "SPLADE sparse retrieval")  # fail before any work, naming the extra
         self.pack = pack
-        self.files = resolve_model(str(model), revision)
-        self.query_files = resolve_model(str(query_model)) if query_model else None
+        self.files = checked_model(str(model), "masked-lm", revision, "--model", "SPLADE")
+        self.query_files = checked_model(str(query_model), "masked-lm", None, "query model", "SPLADE") \
+            if query_model else None
         self.query_encoding, self.pooling = query_encoding, pooling
         self.max_length = int(max_length or DEFAULT_MAX_LENGTH)
         self.query_max_length = int(query_max_length or self.max_length)

@@ -44,11 +44,14 @@ def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
 
 def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
             concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
-            revision: str | None = None, what: str = "the LLM") -> LLM:
+            revision: str | None = None, what: str = "the LLM", flag: str = "model") -> LLM:
     """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
     ``concurrency`` requests in flight, ``timeout`` seconds without progress), else run in this process
-    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model)."""
+    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model; a model folder that is
+    not a causal LM is refused, naming ``flag``)."""
     if backend_for(backend, base_url, what) == "openai":
         return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout)),
                          meter=meter)
-    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter)
+    needed_by = f"{what} transformers" if what.startswith("--") else what
+    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter, flag=flag,
+                    needed_by=needed_by)

@@ -30,11 +30,14 @@ class LocalLLM(LLM):
     backend = "transformers"
 
     def __init__(self, model: str, *, device: str | None = None, batch_size: int = 8, revision: str | None = None,
-                 meter: UsageMeter | None = None):
+                 meter: UsageMeter | None = None, flag: str = "model", needed_by: str = "a local LLM"):
+        from beirx.models.checks import check_if_local
         from beirx.models.device import choose_device
 
         super().__init__(meter, "beirx-local-llm")
         self.model, self.revision = model, revision
+        self._flag, self._needed_by = flag, needed_by
+        check_if_local(model, "causal-lm", flag, needed_by)  # a wrong folder fails now, not at the first request
         self.device = choose_device(device)
         self.batch_size = int(batch_size)
         self._waiting: list[tuple[Request, asyncio.Future]] = []
@@ -42,10 +45,10 @@ class LocalLLM(LLM):
 
     @cached_property
     def files(self):
-        """The model's folder and revision, resolved when first needed (a dry run downloads nothing)."""
-        from beirx.models.files import resolve_model
+        """The model's folder and revision, resolved (and checked) when first needed (a dry run downloads nothing)."""
+        from beirx.models.checks import checked_model
 
-        return resolve_model(self.model, self.revision)
+        return checked_model(self.model, "causal-lm", self.revision, self._flag, self._needed_by)
 
     @property
     def location(self) -> str:

@@ -35,6 +35,9 @@ class Translator(ABC):
     #: Title of the help group of the flags this class declares (``beirx translate --help``), followed by the
     #: backends that take them; None: ``NAME (--translator NAME)``.
     flags_title: ClassVar[str | None] = None
+    #: The :mod:`beirx.models.checks` kind a local ``model`` folder must be (None: the backend checks its own, or
+    #: takes no model), so a caller can check it under its own flag before the backend is built.
+    model_kind: ClassVar[str | None] = None
 
     @classmethod
     def add_arguments(cls, group) -> None:

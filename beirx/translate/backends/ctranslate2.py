@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import require
+from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum, model_revision
 from beirx.argtypes import non_negative_int, option
@@ -95,6 +96,7 @@ class CT2Translator(TokenizedTranslator):
             self._revision = folder_checksum(folder.resolve())
             self.quantization = None
         else:
+            check_if_local(model, "seq2seq", "translation model", "the ctranslate2 translator")
             self._revision = model_revision(model, revision)
             folder = convert(model, quantization, revision, source_revision=self._revision)
             self.quantization = quantization

@@ -14,6 +14,7 @@ import logging
 from typing import Any, ClassVar
 
 from beirx.errors import BeirxError, require
+from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import model_revision
 from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
@@ -29,6 +30,7 @@ class HFTranslator(TokenizedTranslator):
 
     name = "hf"
     max_batch_size = 16
+    model_kind = "seq2seq"
     keeps_placeholders: ClassVar[bool] = False
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, beam_size: Any = 4,
@@ -37,6 +39,7 @@ class HFTranslator(TokenizedTranslator):
                  **options: Any):
         model = model or default_model(src, tgt)
         super().__init__(src, tgt, model, **options)
+        check_if_local(model, self.model_kind, "translation model", "the hf translator")
         beam_size, max_new_tokens, min_new_tokens = decoding_options(self.name, beam_size, max_new_tokens, min_new_tokens)
         torch = require("torch", "translate", "the hf translator")
         transformers = require("transformers", "translate", "the hf translator")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from beirx.argtypes import option, positive_int
+from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM, UsageMeter
 from beirx.translate.llm.translator import LLMTranslator
@@ -23,12 +24,15 @@ from beirx.translate.llm.translator import LLMTranslator
 
 class HFLLMTranslator(LLMTranslator):
     name = "hf-llm"
+    model_kind = "causal-lm"
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):
+        check_if_local(model, self.model_kind, "translation model", "the hf-llm translator")  # before its tokenizer
         super().__init__(src, tgt, model, **options)
         self.llm = LocalLLM(model, device=device, batch_size=option(self.name, "batch_size", batch_size, positive_int),
-                            meter=UsageMeter(self.prices, self.max_cost))
+                            meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
+                            needed_by="the hf-llm translator")
         self.device, self.batch_size = self.llm.device, self.llm.batch_size
         self.revision = model_revision(model)
         self.units_in_flight = 2 * self.batch_size

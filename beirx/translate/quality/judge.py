@@ -69,7 +69,7 @@ class LLMJudge(QualityMethod):
 
         self.llm = llm if llm is not None else connect(model, backend=backend, base_url=base_url,
                                                        concurrency=concurrency, timeout=timeout, device=device,
-                                                       what="--judge")
+                                                       what="--judge", flag="--judge-model")
         self.prompts = PromptFile.load("beirx.translate.quality", "judge_prompts.toml", prompt_file)
         for key in ("system", "user", "retry"):
             self.prompts.get(key)  # a prompt file without one fails now, naming it, not mid-run
