@@ -326,13 +326,28 @@ def test_schema_command_prints_a_valid_json_schema(name, capsys):
                 "manifest": [TranslationManifest.load(BEFORE_V2 / "translation.json")],
                 "quality": [QualityReport.load(BEFORE_V2 / "quality.json")],
                 "generation": [_generation_manifest()], "review": [_review_document()],
-                "subset": [_subset_manifest()], "suite": [_suite_state()]}[name]
+                "subset": [_subset_manifest()], "suite": [_suite_state()], "damage": [_damage_report()]}[name]
     for example in examples:
         jsonschema.validate(example.to_dict(), schema)
     bad = examples[0].to_dict()
     bad[ARTIFACTS[name].SCHEMA_FIELD] = "beirx.other/1"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def _damage_report():
+    from beirx.artifacts.damage import Choice, DamageAnalysis, DamageReport, Relation, RowSignal, SignalEvidence
+    from beirx.artifacts.manifest import DatasetSide
+
+    relation = Relation(queries=10, spearman=0.5, p_value=0.1, ci_low=0.1, ci_high=0.8, k=1, damaged=1, precision=1.0,
+                        recall=1.0)
+    signal = RowSignal(name="similarity", method="similarity", kind="score", score="similarity")
+    return DamageReport(analyses=[DamageAnalysis(
+        family="toy", split="test", metric="NDCG@10", source_pair="en", target_pair="es",
+        translated=DatasetSide(path="x", name="toy", lang="es", checksum="sha256:00"), quality_report="q.json",
+        documents=True, systems=["bm25"], queries=10, k=1, damaged=["q1"], rule="r", resamples=100, seed=0,
+        signals=[SignalEvidence(signal=signal, view="query", damage=relation, systems={"bm25": relation})],
+        chosen=Choice(signal="similarity", view="query", reason="the only one"))])
 
 
 def _review_document():

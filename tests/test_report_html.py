@@ -38,7 +38,7 @@ def html_report(tmp_path):
 def test_html_is_self_contained(html_report):
     text = html_report.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing fetched from the network
-    assert "<link" not in text and text.count("data:image/png;base64,") == 5
+    assert "<link" not in text and text.count("data:image/png;base64,") == 6
     assert 'href="#src-1"' in text and 'id="src-1"' in text  # numbers link to their provenance
 
 
@@ -54,9 +54,11 @@ def test_html_renders_in_chromium(html_report, tmp_path):
 
     dom = _chromium(tmp_path, "--dump-dom", html_report.as_uri()).stdout
     for heading in ("Languages: source vs target language", "Systems: NDCG@10 per dataset", "Efficiency",
-                    "Translation cost", "Translation quality vs retrieval drop", "Significance tests", "Figures",
+                    "Translation cost", "Translation quality vs retrieval drop",
+                    "Which quality signal predicts the retrieval drop", "Does the translation rank systems like the source?",
+                    "Significance tests", "Figures",
                     "Provenance"):
         assert f">{heading}</h2>" in dom, heading
-    assert len(re.findall(r'<table class="sortable"', dom)) == 7
-    assert len(re.findall(r'<img alt="[^"]+" src="data:image/png;base64,', dom)) == 5
+    assert len(re.findall(r'<table class="sortable"', dom)) == 9
+    assert len(re.findall(r'<img alt="[^"]+" src="data:image/png;base64,', dom)) == 6
     assert "<b>0.7500</b>" in dom  # the best system on toy [en], in bold

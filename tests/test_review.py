@@ -53,7 +53,7 @@ def test_stratified_sample(tmp_path):
     quality = run_quality(source, translated, tmp_path / "q", src_lang="en", tgt_lang="es", methods=[IdNumber()],
                           show_progress=False)
     items = draw(source, translated, 20, seed=1, quality=quality)
-    assert quotas(20, True) == {"worst": 5, "queries": 5, "documents": 5, "random": 5}
+    assert quotas(20, True) == {"damage": 0, "worst": 5, "queries": 5, "documents": 5, "random": 5}
     assert [i.stratum for i in items] == ["worst"] * 5 + ["queries"] * 5 + ["documents"] * 5 + ["random"] * 5
     # lowest percentile ranks of both fields together: q0 and d0 (0), d1 (1/99), d2 (2/99), q1 (1/39)
     assert [(i.field, i.id) for i in items if i.stratum == "worst"] == [("corpus", "d0"), ("corpus", "d1"),

@@ -261,14 +261,3 @@ def test_paired_interval_covers_only_the_subsets_queries():
     assert check.tau == -1.0 and check.paired_tau == 1.0 and check.paired_tau_interval == [1.0, 1.0]
     assert check.tau_interval == [-1.0, -1.0] and check.ceiling_tau_interval == [-1.0, -1.0]
 
-
-def test_vectorised_tau_and_rho_equal_scipy():
-    """The bootstrap's tau-b and rho, computed for all draws at once, are scipy's, ties included."""
-    import numpy as np
-    from scipy.stats import spearmanr
-
-    rng = np.random.default_rng(7)
-    x, y = rng.integers(0, 4, (200, 6)).astype(float), rng.integers(0, 4, 6).astype(float)
-    assert np.allclose(fidelity._tau_b(x, y), [kendalltau(row, y).statistic for row in x], equal_nan=True)
-    assert np.allclose(fidelity._rho(x, y), [spearmanr(row, y).statistic for row in x], equal_nan=True)
-    assert np.isnan(fidelity._tau_b(np.ones((1, 3)), np.array([1.0, 2.0, 3.0])))[0]

@@ -35,9 +35,10 @@ _UPGRADES = {
                "round-trip chrF the `roundtrip` summary; `per_query_similarity` becomes the queries' "
                "`similarity` rows (none in files without it).",
     "generation": "One format so far (`beirx.generation/1`).",
-    "review": "One format so far (`beirx.review/1`).",
+    "review": "`beirx.review/1` files load as they are (`sample.damage` null: no damage stratum then).",
     "subset": "One format so far (`beirx.subset/1`).",
     "suite": "One format so far (`beirx.suite/1`).",
+    "damage": "One format so far (`beirx.damage/1`).",
 }
 
 

@@ -84,7 +84,8 @@ class MethodInfo:
     description: dict[str, Any] = fld("what ran: model, revision, prompt hash, options (never a secret)")
     scores: list[str] = fld("the per-row scores it produces")
     flags: dict[str, str] = fld("the reasons it flags a row with, and what each means")
-    sample: int | None = optional("rows per field it scores (a seeded sample), null = every row")
+    sample: int | None = optional("rows per field it scores (a seeded sample), null = every row, or the rows its "
+                                  "description's 'rows' names ('qrels:test': those the test qrels judge)")
     verifies: Verifies | None = optional("set when the rows it scored count as verification of a published dataset")
 
 

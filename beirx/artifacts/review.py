@@ -16,7 +16,8 @@ from typing import Any
 from beirx.artifacts.base import Artifact, fld, optional, utc_now
 from beirx.artifacts.manifest import DatasetSide
 
-SCHEMA = "beirx.review/1"
+SCHEMA = "beirx.review/2"
+READS = ("beirx.review/1",)  # read as they are: every field added since is optional
 FILENAME = "review.json"
 FOLDER = "review"  # in the translated dataset's folder
 
@@ -47,7 +48,8 @@ class ReviewItem:
 
     field: str = fld("queries or corpus")
     id: str = fld("query or document ID")
-    stratum: str = fld("how it was drawn: queries, documents (random of each field), worst (by automatic QE), random")
+    stratum: str = fld("how it was drawn: queries, documents (random of each field), worst (by automatic QE), damage "
+                       "(the rows the best-predicting quality signal of beirx report ranks worst), random")
     ratings: list[Rating] = fld("every annotator's rating")
     adequacy: float | None = optional("mean adequacy over the annotators")
     fluency: float | None = optional("mean fluency over the annotators")
@@ -84,8 +86,9 @@ class Acceptability:
     rule: str = fld("when an item is acceptable")
     interval: str = fld("how the confidence interval is computed")
     confidence: float = fld("confidence level of the interval")
-    estimate: Share = fld("over the items drawn at random (every stratum but 'worst'): an estimate for the dataset")
-    per_stratum: dict[str, Share] = fld("per stratum, 'worst' included")
+    estimate: Share = fld("over the items drawn at random (every stratum but 'worst' and 'damage'): an estimate for "
+                          "the dataset")
+    per_stratum: dict[str, Share] = fld("per stratum, 'worst' and 'damage' included")
 
 
 @dataclass(kw_only=True)
@@ -98,11 +101,43 @@ class Correlation:
 
 
 @dataclass(kw_only=True)
+class DamageAim:
+    """The ``damage`` stratum: which signal aimed it, and how much of the damage the review holds and rated."""
+
+    signal: str = fld("the quality signal the stratum was drawn by (beirx report's damage.json)")
+    view: str = fld("query | worst document | mean document: which of a query's rows the signal was read on")
+    reason: str = fld("why that signal: its evidence against the others'")
+    evidence: str = fld("the damage.json it was chosen in")
+    split: str = fld("the qrels split whose queries and judged documents the stratum was drawn from")
+    damaged_queries: int = fld("the most-damaged queries (the worst decile of the retrieval drop)")
+    damaging_rows: int = fld("their rows: the damaged queries and (when the corpus is translated) their judged "
+                             "relevant documents")
+    stratum: int = fld("rows in the damage stratum")
+    stratum_damaging: int = fld("of them damaging rows")
+    sampled: int = fld("damaging rows in the sample, any stratum")
+    rated: int = fld("damaging rows rated by at least one annotator")
+
+    @property
+    def coverage(self) -> float | None:
+        """The share of the damaging rows the annotators rated."""
+        return self.rated / self.damaging_rows if self.damaging_rows else None
+
+    def note(self) -> str:
+        """One sentence for a dataset card."""
+        share = f" ({100 * self.coverage:.1f}%)" if self.coverage is not None else ""
+        return (f"The review rated {self.rated} of the {self.damaging_rows} rows of the {self.damaged_queries} "
+                f"most-damaged {self.split} queries{share} (their own rows and their judged relevant documents'); "
+                f"its `damage` stratum of {self.stratum} rows, {self.stratum_damaging} of them damaging, was drawn "
+                f"from the rows the quality signal `{self.signal}` ({self.view}) ranks worst: {self.reason}.")
+
+
+@dataclass(kw_only=True)
 class SampleInfo:
     size: int = fld("items drawn")
     seed: int = fld("seed of the draw")
     strata: dict[str, int] = fld("items per stratum")
     quality_report: str | None = fld("the quality.json whose scores ranked the 'worst' stratum, null when none")
+    damage: DamageAim | None = optional("the damage stratum's aim and coverage, null without one")
 
 
 @dataclass(kw_only=True)
@@ -130,14 +165,22 @@ class ReviewDocument(Artifact):
         """Items with at least one rating."""
         return sum(1 for item in self.items if item.ratings)
 
+    @classmethod
+    def _upgrade(cls, data: dict[str, Any], source: str) -> dict[str, Any]:
+        if data.get(cls.SCHEMA_FIELD) in READS:
+            data = {**data, cls.SCHEMA_FIELD: cls.SCHEMA}
+        return super()._upgrade(data, source)
+
     def find(self, field: str, item_id: str) -> ReviewItem | None:
         return next((i for i in self.items if i.field == field and i.id == item_id), None)
 
     def summary(self) -> dict[str, Any]:
         """Headline figures for cards and task metadata."""
         estimate = self.acceptable.estimate
+        damage = self.sample.damage
         return {"reviewed items": self.rated_items, "annotators": len(self.annotators),
                 "Krippendorff's alpha (adequacy, ordinal)": self.agreement["adequacy"].alpha
                 if "adequacy" in self.agreement else None,
                 "acceptable share": estimate.share, "acceptable 95% CI low": estimate.ci_low,
-                "acceptable 95% CI high": estimate.ci_high}
+                "acceptable 95% CI high": estimate.ci_high,
+                "damaging rows rated (share)": damage.coverage if damage else None}

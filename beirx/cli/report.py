@@ -52,6 +52,13 @@ def run(args: argparse.Namespace) -> int:
     for name in ("languages", "systems"):
         if name in report.tables:
             print((args.output / "tables" / f"{name}.md").read_text(encoding="utf-8"))
+    for analysis in report.damage:
+        chosen = analysis.chosen
+        print(f"{analysis.family} {analysis.source_pair} -> {analysis.target_pair}: {len(analysis.damaged)} damaged of "
+              f"{analysis.queries} queries; best-predicting signal: "
+              + (f"{chosen.signal} ({chosen.view}): {chosen.reason}" if chosen else "none defined"))
+    if report.damage:
+        print(f"damage: {args.output / 'damage.json'} (beirx review --damage aims a stratum of the sample by it)")
     print(f"report: {report.html}  ({len(report.tables)} tables, {len(report.figures)} figures; "
           f"Markdown, LaTeX and CSV in {args.output})")
     return 0

@@ -1,6 +1,6 @@
 """``beirx review``: native speakers verify a sample of a translation in a web app; export and apply the result.
 
-    beirx review DATASET --sample N [--seed S] [--port P] [--host H] [--token]   # start (or resume) the app
+    beirx review DATASET --sample N [--seed S] [--damage DAMAGE_JSON] [--port P] [--host H] [--token]   # start
     beirx review export DATASET [--output FILE] [--min-adequacy A] [--min-fluency F]   # -> review/review.json
     beirx review apply DATASET [--annotator NAME] [--dry-run] [--force]   # corrections -> the dataset
 
@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--src", help="language of the source (default: from the manifest, else en)")
     serve.add_argument("--quality", type=Path, help="quality.json ranking the 'worst' stratum (default: "
                                                     "<DATASET>/quality/quality.json when present)")
+    serve.add_argument("--damage", type=Path, metavar="DAMAGE_JSON",
+                       help="beirx report's damage.json: add a 'damage' stratum, the rows the quality signal that best "
+                            "predicts the retrieval drop ranks worst")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine "
                                                            "only; another needs --token)")
     serve.add_argument("--port", type=port_number, default=8765, help="port (default 8765)")
@@ -83,7 +86,7 @@ def _serve(args) -> int:
     from beirx.artifacts.manifest import DatasetSide
     from beirx.artifacts.quality import QualityReport
     from beirx.data.resolve import resolve_translation
-    from beirx.review.sample import draw
+    from beirx.review.sample import damage_record, damaging_rows, draw
     from beirx.review.app import is_loopback, listen, serve
     from beirx.review.store import ReviewStore
 
@@ -97,6 +100,9 @@ def _serve(args) -> int:
     if problem:  # before a port is taken or a sample drawn: every rating is saved as it is submitted
         raise BeirxError(read_only_message(ReviewStore.path_in(translated.root), problem))
     quality_path = args.quality or QualityReport.path_in(translated.root)
+    side = DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
+                       checksum=translated.checksum())
+    analysis = _damage_analysis(args.damage, side, quality_path) if args.damage else None  # refused before listening
     # the sample is drawn once for good: from a report that is whole, else not at all, checked before anything is written
     quality = QualityReport.load_verified(quality_path) \
         if args.sample is not None and (args.quality or quality_path.is_file()) else None
@@ -105,20 +111,28 @@ def _serve(args) -> int:
     if store.read_only:
         raise BeirxError(read_only_message(store.path, "read-only"))
     if not store.size():
-        if quality is not None and quality.translated.checksum != translated.checksum():
+        if quality is not None and quality.translated.checksum != side.checksum:
             print(f"note: {quality_path} was made for another version of the translation; its ranking is used anyway")
-        items = draw(source, translated, args.sample, args.seed, quality)
+        items = draw(source, translated, args.sample, args.seed, quality, analysis)
         strata: dict[str, int] = {}
         for item in items:
             strata[item.stratum] = strata.get(item.stratum, 0) + 1
-        store.create_sample(items, {
-            "dataset": asdict(DatasetSide(path=str(translated.root), name=translated.name, lang=translated.lang,
-                                          checksum=translated.checksum())),
-            "source_lang": source.lang, "size": len(items), "seed": args.seed, "strata": strata,
-            "quality_report": str(quality_path) if quality is not None else None})
+        meta = {"dataset": asdict(side), "source_lang": source.lang, "size": len(items), "seed": args.seed,
+                "strata": strata, "quality_report": str(quality_path) if quality is not None else None}
+        if analysis is not None:
+            meta["damage"] = damage_record(args.damage, analysis, damaging_rows(translated, analysis), items)
+            found = meta["damage"]
+            print(f"damage stratum: {found['stratum']} rows by {found['signal']} ({found['view']}), "
+                  f"{found['stratum_damaging']} of them damaging; the sample holds {found['sampled']} of the "
+                  f"{len(found['damaging'])} damaging rows (the {found['damaged_queries']} most-damaged "
+                  f"{found['split']} queries' rows)")
+        store.create_sample(items, meta)
         print(f"sample: {len(items)} items ({', '.join(f'{k} {v}' for k, v in strata.items())}), seed {args.seed}")
-    elif args.sample is not None and args.sample != store.size():
-        print(f"note: this review already has {store.size()} items; --sample {args.sample} is ignored")
+    else:
+        if args.sample is not None and args.sample != store.size():
+            print(f"note: this review already has {store.size()} items; --sample {args.sample} is ignored")
+        if args.damage:
+            print(f"note: this review's sample was drawn already; --damage {args.damage} is ignored")
     token = None
     if args.token:
         token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(16)
@@ -128,6 +142,20 @@ def _serve(args) -> int:
           "is already saved)", flush=True)
     serve(store, sock, args.host, token, (source.lang, translated.lang))
     return 0
+
+
+def _damage_analysis(path: Path, side, quality_path: Path):
+    """The analysis of this translation in beirx report's ``damage.json``, with the signal it chose."""
+    from beirx.artifacts.damage import DamageReport
+
+    if not quality_path.is_file():
+        raise BeirxError(f"--damage {path} needs the quality report its signals come from ({quality_path} does not "
+                         "exist): pass --quality QUALITY_JSON, the one beirx report read")
+    analysis = DamageReport.load(path).find(side)
+    if analysis is None:
+        raise BeirxError(f"{path} has no analysis with a chosen signal for {side.path} (checksum {side.checksum}): "
+                         "run beirx report on this translation's results with its quality report")
+    return analysis
 
 
 def _export(args) -> int:
@@ -145,6 +173,8 @@ def _export(args) -> int:
     if estimate.share is not None:
         print(f"acceptable ({document.acceptable.rule}): {estimate.acceptable}/{estimate.items} = {estimate.share:.3f}, "
               f"95% CI {estimate.ci_low:.3f}-{estimate.ci_high:.3f} (random strata)")
+    if document.sample.damage is not None:
+        print(document.sample.damage.note())
     for score, corr in document.correlations.items():
         rho = "-" if corr.spearman is None else f"{corr.spearman:+.3f} (p {corr.p_value:.3g})"
         print(f"Spearman {score} vs adequacy: {rho}, n={corr.n}")

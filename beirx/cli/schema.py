@@ -1,4 +1,4 @@
-"""``beirx schema results|manifest|quality|generation|review|subset|suite``: print the JSON Schema of a beirx file
+"""``beirx schema results|manifest|quality|generation|review|subset|suite|damage``: print the JSON Schema of a beirx file
 format.
 
 ``--markdown`` prints the field reference of every format instead (the text of docs/schema.md).
@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 
-_NAMES = ("results", "manifest", "quality", "generation", "review", "subset", "suite")  # beirx.artifacts.ARTIFACTS
+_NAMES = ("results", "manifest", "quality", "generation", "review", "subset", "suite",  # beirx.artifacts.ARTIFACTS
+          "damage")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", choices=_NAMES,
                         help="results (results JSON), manifest (translation.json), quality (quality.json), generation "
-                             "(generation.json), review (review.json), subset (subset.json) or suite (suite.json)")
+                             "(generation.json), review (review.json), subset (subset.json), suite (suite.json) or damage "
+                             "(beirx report's damage.json)")
     parser.add_argument("--markdown", action="store_true", help="print the field reference of all formats")
 
 

@@ -268,6 +268,8 @@ def _verification_section(verified: Any) -> str:
         if "reviewed items" in verified.figures:
             section += ("\n\nFrom `beirx review export` (native speakers' ratings of a stratified sample), kept in "
                         "`provenance/review/`.")
+    if verified.damage:
+        section += "\n\n" + verified.damage
     return section
 
 

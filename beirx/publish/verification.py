@@ -40,6 +40,7 @@ class Verification:
     sample_creation: str
     reason: str
     figures: dict[str, Any] = field(default_factory=dict)
+    damage: str | None = None  # the review's sentence on the damaged rows it covered (a damage stratum's)
 
 
 def add_arguments(group: argparse._ArgumentGroup) -> None:
@@ -58,6 +59,7 @@ def verification(root: Path | str, checksum: str, translated: bool, min_items: i
     review = ReviewDocument.load_optional(ReviewDocument.path_in(root), "not counting it as verification")
     notes: list[str] = []
     figures: dict[str, Any] = {}
+    damage = review.sample.damage.note() if review is not None and review.sample.damage is not None else None
     if review is not None:
         figures.update((k, v) for k, v in review.summary().items() if v is not None)
         alpha = review.agreement["adequacy"].alpha if "adequacy" in review.agreement else None
@@ -74,13 +76,13 @@ def verification(root: Path | str, checksum: str, translated: bool, min_items: i
         else:
             return Verification(VERIFIED, f"{review.rated_items} items rated by {len(review.annotators)} native "
                                           f"speakers, Krippendorff's alpha {alpha:.3f} (at least {min_items} items "
-                                          f"and alpha {min_alpha} required)", figures)
+                                          f"and alpha {min_alpha} required)", figures, damage)
     quality = QualityReport.load_optional(QualityReport.path_in(root), "not counting it as verification")
     for name, verifies in quality.verifying().items() if quality is not None else ():  # (an LLM judge)
         scored = sum(f.methods[name].scored for f in quality.fields.values() if name in f.methods)
         notes.append(verifies.note.format(n=scored))
-        return Verification(LM_VERIFIED, "; ".join(notes), {**figures, verifies.label: scored})
-    return Verification(MACHINE, "; ".join(notes) or "no human review or LLM judge on record", figures)
+        return Verification(LM_VERIFIED, "; ".join(notes), {**figures, verifies.label: scored}, damage)
+    return Verification(MACHINE, "; ".join(notes) or "no human review or LLM judge on record", figures, damage)
 
 
 def _fmt(value: float | None) -> str:

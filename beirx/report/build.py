@@ -5,6 +5,8 @@ Output layout (``output_dir``)::
     report.md  report.tex  report.html            every table (and the figures) in one file per format
     tables/<name>.md|.tex|.csv                     each table on its own (languages, systems, efficiency, ...)
     figures/<name>.png|.svg                        the plots
+    damage.json  damage_queries.csv                with a quality report beside a translation: which quality
+                                                   signal predicts the drop, and every query's drop and signals
 
 This is also the entry point for running the report at the end of a grid (``beirx eval --config ...
 --report``): ``build_report(rows_or_paths, output_dir)``.
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from beirx.artifacts.damage import FILENAME as DAMAGE_FILE, DamageAnalysis, DamageReport
 from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
 from beirx.report import plots
@@ -27,7 +30,11 @@ from beirx.report.groups import baseline_label
 from beirx.report.languages import languages_table
 from beirx.report.load import load_results
 from beirx.report.options import ReportOptions
-from beirx.report.quality_drop import analyses, quality_table
+from beirx.provenance import environment_versions
+from beirx.rank_agreement import RESAMPLES
+from beirx.report.damage_table import damage_table, write_query_attribution
+from beirx.report.quality_drop import analyse, analyses, attributions, quality_table
+from beirx.report.ranking import ranking_table
 from beirx.report.render.delimited import table_csv
 from beirx.report.render.html import document_html
 from beirx.report.render.latex import document_latex, table_latex
@@ -48,6 +55,7 @@ class Report:
     tables: dict[str, Table]
     files: list[Path] = field(default_factory=list)
     figures: list[plots.Plot] = field(default_factory=list)
+    damage: list[DamageAnalysis] = field(default_factory=list)  # what damage.json holds
 
     @property
     def html(self) -> Path:
@@ -87,25 +95,39 @@ def build_report(inputs: Iterable[Any], output_dir: Path | str, **options: Any) 
         tables.append(quality_table(quality_items, sources))
     elif translations:
         log.info("no per-query translation similarity in the quality reports: no quality-vs-drop analysis")
+    damage = [(item, analyse(item, resamples=opts.bootstrap or RESAMPLES, seed=opts.seed))
+              for item in attributions(results, translations, opts.metric, opts.source_language, baseline)]
+    if damage:
+        tables.append(damage_table(damage, sources))
+    ranking = ranking_table(results, sources, options=opts)
+    if ranking.rows:
+        tables.append(ranking)
     subsets = subsets_for(results)
     for checked in (ranking_check_table(subsets, sources), pool_bias_table(subsets, sources)):
         if checked.rows:
             tables.append(checked)
     if any(comps for _, comps in families):
         tables.append(comparisons_table(families, opts))
-    figures = _plots(results, quality_items, opts, baseline, output_dir / "figures") if opts.plots else []
-    report = Report({t.name: t for t in tables}, figures=figures)
+    analysed = [analysis for _, analysis in damage]
+    figures = _plots(results, quality_items, analysed, opts, baseline, output_dir / "figures") if opts.plots else []
+    report = Report({t.name: t for t in tables}, figures=figures, damage=analysed)
     notes = _notes(results, opts, baseline)
     _write(report, output_dir, opts.title, notes, sources)
+    if damage:
+        path = output_dir / DAMAGE_FILE
+        DamageReport(analyses=analysed, versions=environment_versions()).save(path)
+        write_query_attribution(damage, output_dir / "damage_queries.csv")
+        report.files += [path, output_dir / "damage_queries.csv"]
     return report
 
 
-def _plots(results, quality_items, opts: ReportOptions, baseline: str, out: Path) -> list[plots.Plot]:
+def _plots(results, quality_items, damage, opts: ReportOptions, baseline: str, out: Path) -> list[plots.Plot]:
     made = [plots.language_bars(results, opts.metric, out, baseline),
             plots.per_query_scatter(results, opts.metric, out, opts.source_language, baseline),
             plots.heatmap(results, opts.metric, out, baseline),
             plots.effectiveness_vs_latency(results, opts.metric, out),
-            plots.quality_vs_drop(quality_items, out)]
+            plots.quality_vs_drop(quality_items, out),
+            plots.damage_signals(damage, out)]
     return [p for p in made if p is not None]
 
 

@@ -1,6 +1,6 @@
 """The report's figures (matplotlib, PNG and SVG): source vs target per dataset (grouped bars), per-query
 source vs target scatter, systems x datasets heat map, effectiveness vs latency (BEIR's Figure), and
-translation quality vs drop.
+translation quality vs drop, and which quality signal predicts the drop.
 
 Figures are built with matplotlib's object API (``matplotlib.figure.Figure``, rendered by the Agg/SVG
 canvases), so nothing touches pyplot's global state or needs a display.
@@ -17,6 +17,7 @@ import numpy as np
 from beirx.errors import require
 from beirx.report.groups import columns, language_pairs, system_order
 from beirx.report.load import Result
+from beirx.artifacts.damage import VIEWS, DamageAnalysis
 from beirx.report.quality_drop import QualityDrop
 
 log = logging.getLogger(__name__)
@@ -179,3 +180,40 @@ def quality_vs_drop(items: list[QualityDrop], out_dir: Path) -> Plot | None:
         ax.set_xlabel("query translation similarity", fontsize=8)
         ax.set_ylabel(f"{item.metric} drop (source − target)", fontsize=8)
     return _save(fig, out_dir, "quality_vs_drop", "Translation quality vs drop")
+
+
+def damage_signals(analyses: list[DamageAnalysis], out_dir: Path) -> Plot | None:
+    """Per translation, every signal's Spearman rho against the damage with its bootstrap interval, one colour per
+    view, its precision at the worst decile written beside; the chosen signal starred."""
+    shown = [a for a in analyses if any(e.damage.spearman is not None for e in a.signals)]
+    if not shown:
+        return None
+    height = max(3.2, 0.22 * max(len(a.signals) for a in shown) + 1.2)
+    fig, axes = _panels(len(shown), 5.0, height)
+    colours = dict(zip(VIEWS, ("tab:blue", "tab:orange", "tab:green")))
+    for ax, analysis in zip(axes, shown):
+        rows = [e for e in analysis.signals if e.damage.spearman is not None]
+        chosen = analysis.chosen
+        y = np.arange(len(rows))[::-1]
+        for view in VIEWS:
+            mine = [(yy, e) for yy, e in zip(y, rows) if e.view == view]
+            if not mine:
+                continue
+            rho = np.array([e.damage.spearman for _, e in mine])
+            low = np.array([e.damage.ci_low if e.damage.ci_low is not None else e.damage.spearman for _, e in mine])
+            high = np.array([e.damage.ci_high if e.damage.ci_high is not None else e.damage.spearman for _, e in mine])
+            ax.errorbar(rho, [yy for yy, _ in mine], xerr=[rho - low, high - rho], fmt="o", markersize=4, capsize=2,
+                        color=colours[view], label=view)
+        for yy, e in zip(y, rows):
+            if e.damage.precision is not None:
+                ax.annotate(f"P@k {e.damage.precision:.2f}", (1.0, yy), xycoords=("axes fraction", "data"),
+                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=6)
+        labels = [("* " if chosen and (e.signal.name, e.view) == (chosen.signal, chosen.view) else "") + e.signal.name
+                  for e in rows]
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.axvline(0, color="grey", linewidth=0.8)
+        ax.set_xlabel("Spearman ρ, signal (higher = worse) vs damage", fontsize=8)
+        ax.set_title(f"{analysis.family} {analysis.source_pair} → {analysis.target_pair}: "
+                     f"{len(analysis.damaged)} damaged of {analysis.queries}", fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, out_dir, "damage_signals", "Which quality signal predicts the drop")

@@ -4,15 +4,18 @@
 ``beirx translate`` writes ``translation.json`` into the translated folder and the quality report into
 ``<folder>/quality/quality.json``. The quality report's ``per_query_similarity`` (``{qid: cosine}``) is what
 relates translation quality to retrieval drop; a report without it (older files) still gives the
-dataset-level mean similarity. A malformed manifest is logged and left out, not fatal: the retrieval tables do
-not depend on it. A quality report is read with its sidecar verified
-(:meth:`~beirx.artifacts.quality.QualityReport.load_verified`): a damaged one stops the report, naming the file
-and line, since its analysis would otherwise rest on fewer rows than the report describes.
+dataset-level mean similarity. Quality reports kept elsewhere (``beirx report --quality``) join the folder named in
+their ``translated.path``: the first replaces the folder's own, later ones for the same folder are *further* reports
+of the same translation (e.g. a second similarity encoder), whose signals the damage analysis reads too. A
+malformed manifest is logged and left out, not fatal: the retrieval tables do not depend on it. A quality report is
+read with its sidecar verified (:meth:`~beirx.artifacts.quality.QualityReport.load_verified`): a damaged one stops
+the report, naming the file and line, since its analysis would otherwise rest on fewer rows than the report
+describes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from beirx.artifacts.manifest import TranslationManifest
@@ -28,6 +31,7 @@ class Translation:
     manifest: TranslationManifest | None = None
     quality: QualityReport | None = None
     quality_path: str | None = None
+    further: tuple[tuple[str, QualityReport], ...] = ()  # (path, report): more quality reports of this translation
 
     @property
     def per_query_similarity(self) -> dict[str, float]:
@@ -49,7 +53,7 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
     """``{queries folder: Translation}`` for every translated query set among ``results``.
 
     ``extra_quality`` adds quality reports kept elsewhere; each is joined to the folder named in its
-    ``translated.path``.
+    ``translated.path``: the first for a folder replaces the folder's own report, the next ones are further reports.
     """
     found: dict[str, Translation] = {}
     for row in results:
@@ -58,10 +62,15 @@ def translations_for(results: list[Result], extra_quality: list[str | Path] = ()
             translation = read_translation(folder)
             if translation is not None:
                 found[folder] = translation
+    given: set[str] = set()
     for path in extra_quality:
         report = _quality(Path(path))
         folder = report.translated.path
         base = found.get(folder) or (read_translation(folder) if Path(folder).is_dir() else None)
+        if folder in given:
+            found[folder] = replace(base, further=base.further + ((str(path), report),))
+            continue
+        given.add(folder)
         found[folder] = Translation(folder, base.manifest if base else None, report, str(path))
     return found
 

@@ -2,8 +2,10 @@
 
 An item is *acceptable* when its mean adequacy over the annotators is at least ``min_adequacy`` (default 4:
 "most meaning kept") and its mean fluency at least ``min_fluency`` (default 3). The dataset-level share is
-estimated over the items drawn at random (the ``worst`` stratum, chosen for being suspicious, would bias
-it) and given with a 95% Wilson interval; every stratum also gets its own.
+estimated over the items drawn at random (the ``worst`` and ``damage`` strata, chosen for being suspicious, would
+bias it) and given with a 95% Wilson interval; every stratum also gets its own. With a damage stratum, the document
+states how many of the damaging rows (the most-damaged queries' rows, recorded when the sample was drawn) the
+sample holds and the annotators rated.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import logging
 from pathlib import Path
 
 from beirx.artifacts.manifest import DatasetSide
-from beirx.artifacts.review import (Acceptability, Agreement, Correction, Correlation, Rating, ReviewDocument,
-                                    ReviewItem, SampleInfo, Share)
+from beirx.artifacts.review import (Acceptability, Agreement, Correction, Correlation, DamageAim, Rating,
+                                    ReviewDocument, ReviewItem, SampleInfo, Share)
 from beirx.provenance import environment_versions
 from beirx.review import statistics
-from beirx.review.sample import STRATA
+from beirx.review.sample import AIMED, STRATA
 from beirx.review.store import ReviewStore
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ def build_review(store: ReviewStore, min_adequacy: float = MIN_ADEQUACY,
         rule=f"mean adequacy >= {min_adequacy:g} and mean fluency >= {min_fluency:g} (1-5 scales)",
         interval="Wilson score interval (scipy.stats.binomtest(...).proportion_ci(method='wilson'))",
         confidence=statistics.CONFIDENCE,
-        estimate=_share([i for i in items if i.stratum != "worst"]),
+        estimate=_share([i for i in items if i.stratum not in AIMED]),
         per_stratum={s: _share([i for i in items if i.stratum == s]) for s in STRATA
                      if any(i.stratum == s for i in items)})
     correlations = {}
@@ -77,9 +79,24 @@ def build_review(store: ReviewStore, min_adequacy: float = MIN_ADEQUACY,
     return ReviewDocument(
         dataset=DatasetSide(**meta["dataset"]), source_lang=meta["source_lang"],
         sample=SampleInfo(size=meta["size"], seed=meta["seed"], strata=meta["strata"],
-                          quality_report=meta.get("quality_report")),
+                          quality_report=meta.get("quality_report"), damage=_damage(meta.get("damage"), items)),
         annotators=annotators, items=items, agreement=agreement, acceptable=acceptable, correlations=correlations,
         versions=environment_versions())
+
+
+def _damage(recorded: dict | None, items: list[ReviewItem]) -> DamageAim | None:
+    """The damage stratum's aim (recorded when the sample was drawn) and how many damaging rows were sampled and
+    rated."""
+    if not recorded:
+        return None
+    damaging = {tuple(key) for key in recorded["damaging"]}
+    held = [i for i in items if (i.field, i.id) in damaging]
+    stratum = [i for i in items if i.stratum == "damage"]
+    return DamageAim(signal=recorded["signal"], view=recorded["view"], reason=recorded["reason"],
+                     evidence=recorded["evidence"], split=recorded["split"],
+                     damaged_queries=recorded["damaged_queries"], damaging_rows=len(damaging),
+                     stratum=len(stratum), stratum_damaging=sum((i.field, i.id) in damaging for i in stratum),
+                     sampled=len(held), rated=sum(1 for i in held if i.ratings))
 
 
 def export_review(dataset_root: Path | str, output: Path | str | None = None, **rule) -> tuple[ReviewDocument, Path]:

@@ -1,29 +1,12 @@
 """What a subset can tell apart: the interval of Kendall's tau, Spearman's rho, the resolution, and noise
 against disagreement for every swapped pair.
 
-- **Kendall's tau-b**: ``scipy.stats.kendalltau`` (Kendall 1938, tie correction of Kendall 1945).
-- **The intervals** (percentile bootstrap over queries; Efron & Tibshirani, *An Introduction to the Bootstrap*,
-  1993, ch. 13; paired: both samples resampled by the same indices, so what they share cancels): one set of
-  draws takes the subset's queries with replacement ``resamples`` times, recomputes every system's mean on each
-  side over the drawn queries, and takes tau-b and rho of three pairs of orderings, so each reports
-  ``[2.5th, 97.5th]`` percentiles of the same draws:
-
-  - *unpaired* (``tau_interval``, ``rho_interval``): the subset's resampled means against the full set's FIXED
-    means. It measures which queries the subset holds *and* the query-sampling noise of the full set's own
-    ordering: with all the queries kept it stays wide, however the documents were cut.
-  - *self-ceiling* (``ceiling_*``): the full set's own per-query scores on the same resampled queries against
-    its fixed means. The unpaired interval of a subset that cut no document at all: the query noise every
-    subset with these queries inherits (one lands above it only by chance), so an unpaired lower bound below
-    0.9 may be the queries' fault, not the cut's.
-  - *paired* (``paired_*``): both sides' means over the SAME resampled queries. Only the subset's queries pair
-    (every one of them is a full-set query); the full set's other queries are left out of both sides, so the
-    paired point (``paired_tau``) is tau between the full set's means over the subset's queries and the
-    subset's means. It measures the fidelity of the document cut itself: with identical per-query scores on
-    both sides every draw gives 1, so the interval is exactly [1, 1].
-
-  Tau-b and rho are computed for all draws at once (tau-b as ``sum sx*sy / sqrt(sum sx^2 * sum sy^2)`` over
-  the pairs of systems, rho as Pearson's r of average ranks: the formulas of scipy's ``kendalltau`` and
-  ``spearmanr``); draws where one side is constant (undefined) are dropped.
+- **Kendall's tau-b, Spearman's rho and their intervals** (unpaired, paired, self-ceiling: a percentile
+  bootstrap over the subset's queries): :mod:`beirx.rank_agreement`, shared with the report's source-vs-translation
+  check. *Unpaired*: the subset's resampled means against the full set's fixed means (which queries the subset
+  holds and the full set's own query noise); *self-ceiling*: the full set against itself over the same draws (the
+  query noise every subset with these queries inherits); *paired*: both sides over the same drawn subset queries
+  (the fidelity of the document cut itself: [1, 1] when nothing changed).
 - **Resolution**: every pair of systems is compared with the paired test ``beirx report`` uses
   (:func:`beirx.significance.randomization_test`, or :func:`~beirx.significance.t_test`) over the queries;
   the resolution is the smallest difference of the metric that the subset separates at ``1 - alpha``, and
@@ -40,140 +23,16 @@ against disagreement for every swapped pair.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from itertools import combinations
 
-import numpy as np
-
+from beirx.rank_agreement import (  # noqa: F401 (the ranking check's, re-exported)
+    RESAMPLES, draw_counts, intervals, kendall_tau, mean_interval, percentile_bounds, spearman_rho)
 from beirx.significance import pair_scores, randomization_test, t_test
 
 ALPHA = 0.05
-RESAMPLES = 1000
 PERMUTATIONS = 10_000
 TESTS = ("permutation", "t")
-
-
-def kendall_tau(full: list[float], subset: list[float]) -> tuple[float | None, float | None]:
-    """``(tau-b, two-sided p-value)`` of scipy; ``(None, None)`` where tau is undefined."""
-    from scipy.stats import kendalltau
-
-    if len(full) < 2:
-        return None, None
-    result = kendalltau(full, subset)
-    tau, p = float(result.statistic), float(result.pvalue)
-    return (None, None) if tau != tau else (tau, None if p != p else p)
-
-
-def spearman_rho(full: list[float], subset: list[float]) -> float | None:
-    """Spearman's rho of scipy; None where undefined (fewer than two systems, or a constant side)."""
-    from scipy.stats import spearmanr
-
-    if len(full) < 2 or len(set(full)) < 2 or len(set(subset)) < 2:
-        return None
-    rho = float(spearmanr(full, subset).statistic)
-    return None if rho != rho else rho
-
-
-@dataclass(frozen=True)
-class Intervals:
-    """The bootstrap figures of the module doc, named as in ``subset.json``'s check; intervals are
-    ``(low, high)``, None where undefined (or not asked for)."""
-
-    tau_interval: tuple[float, float] | None
-    """Unpaired: the subset's resampled queries against the full set's fixed means."""
-    rho_interval: tuple[float, float] | None
-    paired_tau: float | None
-    """Tau between the full set's means over the subset's queries and the subset's means."""
-    paired_rho: float | None
-    paired_tau_interval: tuple[float, float] | None
-    """Paired: both sides over the same resampled (subset's) queries: the document cut's own fidelity."""
-    paired_rho_interval: tuple[float, float] | None
-    ceiling_tau_interval: tuple[float, float] | None
-    """The full set against its own fixed means over the same draws: the query noise an unpaired one inherits."""
-    ceiling_rho_interval: tuple[float, float] | None
-
-
-def intervals(full: list[float], per_query: list[dict[str, float]],
-              full_per_query: list[dict[str, float]] | None = None, *, resamples: int = RESAMPLES, seed: int = 0,
-              level: float = 0.95) -> Intervals:
-    """The unpaired, paired and self-ceiling intervals of tau and rho from one set of draws (module doc).
-    ``full[i]``: system ``i``'s mean on the full set; ``per_query[i]`` and ``full_per_query[i]``: its scores by
-    query ID on the subset and on the full set. Without ``full_per_query`` only the unpaired intervals."""
-    none = Intervals(None, None, None, None, None, None, None, None)
-    queries = sorted(set.intersection(*(set(scores) for scores in per_query))) if per_query else []
-    if len(full) < 2 or not queries:
-        return none
-    subset = np.array([[scores[q] for q in queries] for scores in per_query], dtype=np.float64)
-    fixed = np.array(full, dtype=np.float64)
-    counts = draw_counts(len(queries), resamples, seed)
-    sub_means = counts @ subset.T / len(queries)  # (resamples, systems): one row per draw
-
-    def bounds(values: np.ndarray) -> tuple[float, float] | None:
-        return percentile_bounds(values, level)
-
-    if full_per_query is None:
-        return dataclasses.replace(none, tau_interval=bounds(_tau_b(sub_means, fixed)),
-                                   rho_interval=bounds(_rho(sub_means, fixed)))
-    whole = np.array([[scores[q] for q in queries] for scores in full_per_query], dtype=np.float64)
-    full_means = counts @ whole.T / len(queries)
-    point = whole.mean(axis=1)[None, :]
-    return Intervals(tau_interval=bounds(_tau_b(sub_means, fixed)), rho_interval=bounds(_rho(sub_means, fixed)),
-                     paired_tau=_point(_tau_b(point, subset.mean(axis=1))),
-                     paired_rho=_point(_rho(point, subset.mean(axis=1))),
-                     paired_tau_interval=bounds(_tau_b(sub_means, full_means)),
-                     paired_rho_interval=bounds(_rho(sub_means, full_means)),
-                     ceiling_tau_interval=bounds(_tau_b(full_means, fixed)),
-                     ceiling_rho_interval=bounds(_rho(full_means, fixed)))
-
-
-def draw_counts(n: int, resamples: int, seed: int) -> np.ndarray:
-    """``(resamples, n)``: how often each of ``n`` queries is drawn in each bootstrap draw of ``n`` with
-    replacement (seeded), so a draw's mean of any per-query values is one matrix product."""
-    counts = np.zeros((resamples, n))
-    draws = np.random.default_rng(seed).integers(0, n, (resamples, n))
-    np.add.at(counts, (np.arange(resamples)[:, None], draws), 1)
-    return counts
-
-
-def percentile_bounds(values: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
-    """``[(1 - level) / 2, (1 + level) / 2]`` percentiles of the defined (not NaN) values; None without any."""
-    values = values[~np.isnan(values)]
-    tail = (1 - level) / 2 * 100
-    return (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))) if values.size else None
-
-
-def mean_interval(values: list[float], *, resamples: int = RESAMPLES, seed: int = 0,
-                  level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile-bootstrap interval of the mean of per-query ``values`` (the queries drawn with replacement,
-    as for tau's intervals); None without values."""
-    if not values:
-        return None
-    array = np.asarray(values, dtype=np.float64)
-    return percentile_bounds(draw_counts(len(array), resamples, seed) @ array / len(array), level)
-
-
-def _point(values: np.ndarray) -> float | None:
-    return None if np.isnan(values[0]) else float(values[0])
-
-
-def _tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b of every row of ``x`` against ``y`` (a row each, or one vector); NaN where undefined."""
-    first, second = np.triu_indices(x.shape[1], 1)
-    y = np.broadcast_to(y, x.shape)
-    sx, sy = np.sign(x[:, first] - x[:, second]), np.sign(y[:, first] - y[:, second])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (sx * sy).sum(axis=1) / np.sqrt((sx * sx).sum(axis=1) * (sy * sy).sum(axis=1))
-
-
-def _rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of every row of ``x`` against ``y``: Pearson's r of average ranks; NaN where undefined."""
-    from scipy.stats import rankdata
-
-    rx, ry = rankdata(x, axis=1), rankdata(np.broadcast_to(y, x.shape), axis=1)
-    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
 
 def pair_p_values(per_query: dict[str, dict[str, float]], *, test: str = "permutation",

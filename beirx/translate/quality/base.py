@@ -87,18 +87,64 @@ class QualityContext:
     show_progress: bool
     encoder_factory: Callable[[], Any]
     translated_root: Path | None = None
+    _judged: dict[str, dict[str, set[str]]] = field(default_factory=dict, repr=False)
 
     @cached_property
     def encoder(self):
         """The shared :class:`~beirx.translate.similarity.PairEncoder`."""
         return self.encoder_factory()
 
-    def sample(self, pairs: FieldPairs, size: int | None, purpose: str) -> list[int]:
-        """Positions of a seeded random sample of at most ``size`` rows (all rows when ``size`` is None),
-        in row order; the same seed, field and purpose give the same rows on every run."""
+    def sample(self, pairs: FieldPairs, size: int | JudgedRows | None, purpose: str) -> list[int]:
+        """Positions of a seeded random sample of at most ``size`` rows (all rows when ``size`` is None; the rows a
+        split's qrels judge for :class:`JudgedRows`), in row order; the same seed, field and purpose give the same
+        rows on every run."""
+        if isinstance(size, JudgedRows):
+            judged = self.judged(size.split)[pairs.field]
+            return [i for i, item in enumerate(pairs.ids) if item in judged]
         if size is None or size >= len(pairs):
             return list(range(len(pairs)))
         return sorted(random.Random(f"{self.seed}-{pairs.field}-{purpose}").sample(range(len(pairs)), size))
+
+    def judged(self, split: str) -> dict[str, set[str]]:
+        """The query and document IDs the translated dataset's ``split`` qrels judge (any relevance), read once."""
+        from beirx.data.beir_io import read_qrels
+
+        if split in self._judged:
+            return self._judged[split]
+        if self.translated_root is None:
+            raise BeirxError(f"qrels:{split} needs the translated dataset's folder")
+        path = self.translated_root / "qrels" / f"{split}.tsv"
+        if not path.is_file():
+            have = sorted(p.stem for p in (self.translated_root / "qrels").glob("*.tsv"))
+            raise BeirxError(f"{path}: no qrels for split {split!r} (available: {', '.join(have) or 'none'})")
+        qrels = read_qrels(path)
+        self._judged[split] = {"queries": set(qrels), "corpus": {doc for docs in qrels.values() for doc in docs}}
+        return self._judged[split]
+
+
+@dataclass(frozen=True)
+class JudgedRows:
+    """A sampled method's rows: those a split's qrels judge (the queries and the documents judged for them), the
+    rows retrieval evaluation reads, instead of a random sample."""
+
+    split: str
+
+    def __str__(self) -> str:
+        return f"qrels:{self.split}"
+
+
+def rows_to_score(text: str) -> int | JudgedRows | None:
+    """A sampled method's ``--*-sample``: a positive count (a seeded sample), ``all`` (None), or ``qrels:SPLIT``."""
+    from beirx.argtypes import count_or_all
+
+    if text.startswith("qrels:"):
+        from beirx.paths import check_segment
+
+        try:
+            return JudgedRows(check_segment(text.removeprefix("qrels:"), "split"))
+        except BeirxError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return count_or_all(text)
 
 
 class QualityMethod(ABC):
@@ -107,7 +153,7 @@ class QualityMethod(ABC):
     name: ClassVar[str]
     scores: ClassVar[tuple[Score, ...]] = ()
     flags: ClassVar[dict[str, str]] = {}  # reason -> one line for the report's legend
-    sample: int | None = None  # rows per field this method scores; None = all
+    sample: int | JudgedRows | None = None  # rows per field this method scores; None = all
     default: ClassVar[bool] = False  # runs when nobody chose the methods (run_quality without methods=)
     # (note with {n}, figure label) when the rows it scored count as verification of a published dataset
     verifies: ClassVar[tuple[str, str] | None] = None

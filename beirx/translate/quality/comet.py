@@ -26,7 +26,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import count_or_all, positive_int
+from beirx.argtypes import positive_int
 from beirx.errors import BeirxError, require
 from beirx.models import loaded
 from beirx.models.device import choose_device
@@ -34,7 +34,8 @@ from beirx.models.files import folder_checksum
 from beirx.progress import progress
 from beirx.provenance import installed_version
 from beirx.translate.planning import chunks
-from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
+                                          Score, rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ class Comet(QualityMethod):
     whole_field = True  # its seeded sample is drawn over the field
     flags = {"low_comet": f"COMET score is a low outlier for this field (robust z < -{ROBUST_Z})"}
 
-    def __init__(self, path: Path | str, batch_size: int = 16, sample: int | None = None, device: str | None = None):
+    def __init__(self, path: Path | str, batch_size: int = 16, sample: int | JudgedRows | None = None,
+                 device: str | None = None):
         self.ckpt, self.hparams = checkpoint_of(path)
         self.folder = self.ckpt.parents[1]
         self.batch_size = batch_size
@@ -88,8 +90,9 @@ class Comet(QualityMethod):
                            help="a local reference-free COMET model folder (e.g. CometKiwi): per-row neural QE "
                                 "(needs beirx[comet])")
         group.add_argument("--comet-batch-size", type=positive_int, default=16, help="COMET batch size (default 16)")
-        group.add_argument("--comet-sample", type=count_or_all, default=None, metavar="N|all",
-                           help="rows per field to score: a seeded sample, or all (default all)")
+        group.add_argument("--comet-sample", type=rows_to_score, default=None, metavar="N|all|qrels:SPLIT",
+                           help="rows per field to score: a seeded sample, all, or qrels:SPLIT (the queries and "
+                                "documents the SPLIT qrels judge; default all)")
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> Comet | None:

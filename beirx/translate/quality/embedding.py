@@ -5,14 +5,17 @@ embeddings (Feng et al., 2022) of each original and its translation: a language-
 sentence and its faithful translation close together, so a low score points to a translation that lost or
 changed meaning. It cannot see a translation left in the source language (that scores ~1; the ``checks``
 method flags it). The encoder is the run's (``--encoder``, :class:`~beirx.translate.similarity.PairEncoder`),
-shared with the round trip. On unless ``--no-similarity``.
+shared with the round trip. On unless ``--no-similarity``; every row unless ``--similarity-sample`` (a seeded
+sample, or ``qrels:SPLIT``: the rows a split's qrels judge, what retrieval evaluation reads, when encoding a whole
+corpus twice costs too much).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod, Score,
+                                          rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z
 
 if TYPE_CHECKING:
@@ -26,14 +29,21 @@ class EmbeddingSimilarity(QualityMethod):
                     low_outlier="low_similarity"),)
     flags = {"low_similarity": f"similarity is a low outlier for this field (robust z < -{ROBUST_Z})"}
 
+    def __init__(self, sample: int | JudgedRows | None = None):
+        self.sample = sample
+        self.whole_field = isinstance(sample, int)  # a seeded sample is drawn over the field; else chunk by chunk
+
     @classmethod
     def add_arguments(cls, group) -> None:
         group.add_argument("--no-similarity", action="store_true",
                            help="skip the cross-lingual similarity (e.g. when only an LLM judge or COMET should run)")
+        group.add_argument("--similarity-sample", type=rows_to_score, default=None, metavar="N|all|qrels:SPLIT",
+                           help="rows per field to embed: a seeded sample, all, or qrels:SPLIT (the queries and "
+                                "documents the SPLIT qrels judge; default all)")
 
     @classmethod
     def from_args(cls, args, src: str, tgt: str) -> EmbeddingSimilarity | None:
-        return None if args.no_similarity else cls()
+        return None if args.no_similarity else cls(args.similarity_sample)
 
     @classmethod
     def report_section(cls, report: QualityReport) -> list[str]:
@@ -68,6 +78,10 @@ class EmbeddingSimilarity(QualityMethod):
         return context.encoder.describe()
 
     def score(self, pairs: FieldPairs, context: QualityContext) -> MethodResult:
+        picked = context.sample(pairs, self.sample, "similarity")
+        if len(picked) < len(pairs):
+            pairs = FieldPairs(pairs.field, pairs.role, [pairs.ids[i] for i in picked],
+                               [pairs.sources[i] for i in picked], [pairs.translations[i] for i in picked])
         sims = context.encoder.similarities(pairs.sources, pairs.translations, pairs.role, f"quality-{pairs.field}")
         values = {item: float(sim) for item, sim in zip(pairs.ids, sims)}
         return MethodResult(values={"similarity": values}, scored=len(values))

@@ -30,14 +30,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import count_or_all, non_negative_float, non_negative_int, positive_float, positive_int
+from beirx.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
 from beirx.models.llm import BACKENDS, LLM
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
 from beirx.translate.planning import chunks
-from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
+                                          Score, rows_to_score)
 from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,8 @@ class LLMJudge(QualityMethod):
     whole_field = True  # its sample is drawn over the field; one usage meter and spending cap per field
 
     def __init__(self, model: str, *, backend: str = "openai", base_url: str | None = None,
-                 sample: int | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0, max_tokens: int = 512,
+                 sample: int | JudgedRows | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0,
+                 max_tokens: int = 512,
                  concurrency: int = 8, timeout: float = 120.0, prompt_file: Path | None = None,
                  max_cost: float | None = None, price_in: float = 0.0, price_out: float = 0.0, use_cache: bool = True,
                  device: str | None = None, llm: LLM | None = None):
@@ -83,8 +85,9 @@ class LLMJudge(QualityMethod):
                                                               "a model folder or Hub id)")
         group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
                                                                    "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--judge-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
-                           help=f"rows per field to judge: a seeded sample, or all (default {DEFAULT_SAMPLE})")
+        group.add_argument("--judge-sample", type=rows_to_score, default=DEFAULT_SAMPLE, metavar="N|all|qrels:SPLIT",
+                           help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and "
+                                f"documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
         group.add_argument("--judge-retries", type=non_negative_int, default=2,
                            help="a malformed answer is asked again this many times, then recorded missing (default 2)")
         group.add_argument("--judge-min-score", type=non_negative_float, default=50.0,

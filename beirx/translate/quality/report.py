@@ -123,7 +123,8 @@ def render_markdown(report: QualityReport, worst: dict[str, list[dict]] | None =
               f"- Source: `{report.source.path}` ({report.source.checksum})",
               f"- Translation: `{report.translated.path}` ({report.translated.checksum})"]
     for name, method in report.methods.items():
-        sample = f", {method.sample} rows per field (seeded sample)" if method.sample else ""
+        sample = (f", {method.sample} rows per field (seeded sample)" if method.sample else
+                  f", the rows {method.description['rows']} judges" if method.description.get("rows") else "")
         lines.append(f"- `{name}`: `{json.dumps(method.description, ensure_ascii=False)}`{sample}")
     lines += [f"- Timings (s): {', '.join(f'{k} {v}' for k, v in report.timings.items())}", ""]
     return "\n".join(lines)

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from beirx.argtypes import count_or_all, key_value
+from beirx.argtypes import key_value
 from beirx.errors import require
 from beirx.translate.backends.base import Translator
 from beirx.translate.plan import translate_texts
-from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod, Score
+from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
+                                          Score, rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class RoundTrip(QualityMethod):
              "low_roundtrip_similarity": "round-trip similarity is a low outlier for this field "
                                          f"(robust z < -{ROBUST_Z})"}
 
-    def __init__(self, translator: Translator, sample: int | None = DEFAULT_SAMPLE):
+    def __init__(self, translator: Translator, sample: int | JudgedRows | None = DEFAULT_SAMPLE):
         self.translator = translator
         self.sample = sample
 
@@ -58,8 +59,10 @@ class RoundTrip(QualityMethod):
         group.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
         group.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
                            help="option of the round-trip backend (repeatable)")
-        group.add_argument("--roundtrip-sample", type=count_or_all, default=DEFAULT_SAMPLE, metavar="N|all",
-                           help=f"rows per field to back-translate: a seeded sample, or all (default {DEFAULT_SAMPLE})")
+        group.add_argument("--roundtrip-sample", type=rows_to_score, default=DEFAULT_SAMPLE,
+                           metavar="N|all|qrels:SPLIT",
+                           help="rows per field to back-translate: a seeded sample, all, or qrels:SPLIT (the queries "
+                                f"and documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
 
     @classmethod
     def report_lines(cls, report: QualityReport, field: str) -> list[str]:

@@ -23,7 +23,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.quality import pairs
-from beirx.translate.quality.base import MethodSpec, QualityContext, QualityMethod, resolve_methods
+from beirx.translate.quality.base import JudgedRows, MethodSpec, QualityContext, QualityMethod, resolve_methods
 from beirx.translate.quality.field import FieldScorer
 from beirx.translate.quality.report import ReportFiles
 from beirx.translate.similarity import DEFAULT_ENCODER
@@ -107,8 +107,8 @@ def _report(source: BeirDataset, translated: BeirDataset, methods: Sequence[Qual
         translation=None if manifest is None else TranslationSummary(
             translator=manifest.translator, partial=manifest.partial, limit=manifest.options.limit,
             untranslated_fields=list(manifest.untranslated_fields)),
-        methods={m.name: MethodInfo(description=m.describe(context), scores=[s.name for s in m.scores],
-                                    flags=dict(m.flags), sample=m.sample,
+        methods={m.name: MethodInfo(description=_description(m, context), scores=[s.name for s in m.scores],
+                                    flags=dict(m.flags), sample=None if isinstance(m.sample, JudgedRows) else m.sample,
                                     verifies=Verifies(note=m.verifies[0], label=m.verifies[1]) if m.verifies else None)
                  for m in methods},
         scores={s.name: ScoreInfo(method=m.name, description=s.description, higher_is_better=s.higher_is_better,
@@ -119,3 +119,12 @@ def _report(source: BeirDataset, translated: BeirDataset, methods: Sequence[Qual
         versions=environment_versions(),
         timings=timings,
     )
+
+
+def _description(method: QualityMethod, context: QualityContext) -> dict:
+    """What ``quality.json`` records of a method: its own description, and the rows it scored when they are a
+    split's judged rows rather than a seeded sample (``"rows": "qrels:test"``; its ``sample`` is then null)."""
+    description = method.describe(context)
+    if isinstance(method.sample, JudgedRows):
+        description = {**description, "rows": str(method.sample)}
+    return description
