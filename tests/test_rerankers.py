@@ -432,7 +432,7 @@ def test_pair_scores_are_cached_and_resumable(cross_encoder_dir, tiny_dataset, b
 
 
 def test_registry_and_descriptions(cross_encoder, monot5):
-    assert RERANKERS.names() == ["colbert", "cross-encoder", "llm-listwise", "llm-pointwise", "monot5"]
+    assert RERANKERS.names() == ["bi-encoder", "colbert", "cross-encoder", "llm-listwise", "llm-pointwise", "monot5"]
     for reranker in (cross_encoder, monot5):
         described = reranker.describe()
         assert described["reranker"] == reranker.name
