@@ -46,18 +46,24 @@ unit_weight = checked(float, lambda v: 0 < v <= 1, "more than 0 and at most 1", 
 """A weight in (0, 1] (a reranker's share of an interpolated score)."""
 
 
-def option(owner: str, name: str, value, parse, default=None):
-    """A backend option (``--translator-option NAME=VALUE``, a number from a file or code) read with the argparse
-    type ``parse`` (e.g. :data:`non_negative_float`); a bad value is a :class:`~beirx.errors.BeirxError` naming
-    the option, as argparse names a flag. None or an empty value is ``default``."""
+def read_option(key: str, value, parse, where: str = ""):
+    """``value`` (from a file, a system's spelling or code) read with the argparse type ``parse`` (e.g.
+    :data:`non_negative_float`); a bad one is a :class:`~beirx.errors.BeirxError` naming the option after
+    ``where`` (``"system 'bm25:k1=nan': "``, ``"[subset] "``), as argparse names a flag."""
     from beirx.errors import BeirxError
 
-    if value is None or value == "":
-        return default
     try:
         return parse(str(value))
     except argparse.ArgumentTypeError as exc:
-        raise BeirxError(f"{owner}: option {name}: {exc}") from None
+        raise BeirxError(f"{where}option {key}: {exc}") from None
+
+
+def option(owner: str, name: str, value, parse, default=None):
+    """A backend option (``--translator-option NAME=VALUE``, a number from a file or code) read as
+    :func:`read_option` reads it, the message starting with ``owner``; None or an empty value is ``default``."""
+    if value is None or value == "":
+        return default
+    return read_option(name, value, parse, f"{owner}: ")
 
 
 def output_dir(text: str) -> Path:

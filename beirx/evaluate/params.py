@@ -9,11 +9,11 @@ by one rule, naming the parameter; a key the constructor does not take is refuse
 
 from __future__ import annotations
 
-import argparse
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from beirx.argtypes import read_option
 from beirx.errors import BeirxError
 
 
@@ -42,11 +42,3 @@ def checked_params(cls: Any, params: Mapping[str, Any], owner: str | None = None
         else:
             checked[key] = read_option(key, value, kind, where)
     return checked
-
-
-def read_option(key: str, value: Any, parse: Callable[[str], Any], where: str = "") -> Any:
-    """``value`` read with the argparse type ``parse``; a bad one is a :class:`BeirxError` naming ``key``."""
-    try:
-        return parse(str(value))
-    except argparse.ArgumentTypeError as exc:
-        raise BeirxError(f"{where}option {key}: {exc}") from None

@@ -204,7 +204,8 @@ def _grid_systems(path: Path, entries: Any) -> dict[str, System]:
 def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
     """One ``[[systems]]`` entry; every parameter is checked as its flag checks it
     (:func:`beirx.evaluate.params.checked_params`)."""
-    from beirx.evaluate.params import checked_params, read_option
+    from beirx.argtypes import read_option
+    from beirx.evaluate.params import checked_params
     from beirx.evaluate.rerankers import RERANKERS
     from beirx.evaluate.retrievers import RETRIEVERS
 

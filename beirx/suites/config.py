@@ -181,7 +181,7 @@ _NUMBERS = {"subset": {"queries": positive_int, "depth": non_negative_int, "max_
 
 
 def _numbers(path: Path, section: str, table: dict) -> None:
-    from beirx.evaluate.params import read_option
+    from beirx.argtypes import read_option
 
     for key, parse in _NUMBERS.get(section, {}).items():
         if table.get(key) is not None:
