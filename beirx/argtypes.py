@@ -1,35 +1,39 @@
-"""argparse value types (range-checked numbers, an output folder, comma lists, ``KEY=VALUE`` options), so a bad
-value fails before any work and every command reads a value the same way.
+"""Value types of options (range-checked numbers, an output folder, comma lists, ``KEY=VALUE`` options), so a bad
+value fails before any work and a flag, a file and code read a value the same way.
 
-argparse reports a failed type as ``beirx eval: error: argument --top-k: ...`` with exit code 2.
+A bad value raises :class:`OptionValueError`; :mod:`beirx.cli.types` hands the same types to argparse, which
+reports a failed one as ``beirx eval: error: argument --top-k: ...`` with exit code 2.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
 from beirx.path_problems import write_problem
 
 
+class OptionValueError(ValueError):
+    """A value an option's type refuses; the message says what it must be and what it got."""
+
+
 def _number(kind, text: str):
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") \
+        raise OptionValueError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") \
             from None
     if kind is float and not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        raise OptionValueError(f"expected a finite number, got {text!r}")
     return value
 
 
 def checked(kind, holds, requirement: str, name: str):
-    """An argparse type: a number of ``kind`` for which ``holds(value)``, else "must be ``requirement``"."""
+    """A value type: a number of ``kind`` for which ``holds(value)``, else "must be ``requirement``"."""
     def parse(text: str):
         value = _number(kind, text)
         if not holds(value):
-            raise argparse.ArgumentTypeError(f"must be {requirement}, got {value}")
+            raise OptionValueError(f"must be {requirement}, got {value}")
         return value
 
     parse.__name__ = parse.__qualname__ = name
@@ -47,14 +51,14 @@ unit_weight = checked(float, lambda v: 0 < v <= 1, "more than 0 and at most 1", 
 
 
 def read_option(key: str, value, parse, where: str = ""):
-    """``value`` (from a file, a system's spelling or code) read with the argparse type ``parse`` (e.g.
+    """``value`` (from a file, a system's spelling or code) read with the value type ``parse`` (e.g.
     :data:`non_negative_float`); a bad one is a :class:`~beirx.errors.BeirxError` naming the option after
-    ``where`` (``"system 'bm25:k1=nan': "``, ``"[subset] "``), as argparse names a flag."""
+    ``where`` (``"system 'bm25:k1=nan': "``, ``"[subset] "``), as a flag's error names the flag."""
     from beirx.errors import BeirxError
 
     try:
         return parse(str(value))
-    except argparse.ArgumentTypeError as exc:
+    except OptionValueError as exc:
         raise BeirxError(f"{where}option {key}: {exc}") from None
 
 
@@ -71,10 +75,10 @@ def output_dir(text: str) -> Path:
     (a read-only file system, a folder without permission, a broken symbolic link) before any work."""
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: exists and is not a folder")
+        raise OptionValueError(f"{text}: exists and is not a folder")
     problem = write_problem(path)
     if problem:
-        raise argparse.ArgumentTypeError(f"{text}: cannot write there: {problem}")
+        raise OptionValueError(f"{text}: cannot write there: {problem}")
     return path
 
 
@@ -88,7 +92,7 @@ def key_value(text: str) -> tuple[str, str | bool]:
     for the backend to convert, except ``true``/``false``, which become booleans."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+        raise OptionValueError(f"expected KEY=VALUE, got {text!r}")
     value = value.strip()
     return key.strip(), {"true": True, "false": False}.get(value.lower(), value)
 
@@ -114,7 +118,7 @@ def metric_name(text: str) -> str:
     try:
         return str(MetricKey.named(text))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise OptionValueError(str(exc)) from None
 
 
 def metric_names(text: str) -> list[str]:

@@ -306,9 +306,9 @@ def test_sampled_methods_can_score_the_rows_a_split_judges(tmp_path):
     translated = write_beir(tmp_path / "es", corpus, queries, qrels)
     assert rows_to_score("qrels:test") == JudgedRows("test") and str(JudgedRows("test")) == "qrels:test"
     assert rows_to_score("all") is None and rows_to_score("7") == 7
-    import argparse
+    from beirx.argtypes import OptionValueError
 
-    with pytest.raises(argparse.ArgumentTypeError, match="invalid split '../x'"):
+    with pytest.raises(OptionValueError, match="invalid split '../x'"):
         rows_to_score("qrels:../x")
 
     class Sampled(Fidelity):

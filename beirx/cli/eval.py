@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import non_negative_int, output_dir, positive_int, unit_weight
+from beirx.cli.types import non_negative_int, output_dir, positive_int, unit_weight
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults, fusion

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
+from beirx.cli.types import for_argparse
 from beirx.options import Option
 
 
@@ -41,7 +42,7 @@ def add_options(group, options: Iterable[Option], prefix: str = "", owner: str =
             if option.choices is not None:
                 how["choices"] = option.choices
             elif option.type is not None:
-                how["type"] = option.type
+                how["type"] = for_argparse(option.type)
             if option.repeat:
                 how["action"] = "append"
             if option.metavar:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import non_negative_int, output_dir, positive_int, seed, unit_weight
+from beirx.cli.types import non_negative_int, output_dir, positive_int, seed, unit_weight
 from beirx.cli import show_progress
 
 

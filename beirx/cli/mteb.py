@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from beirx.argtypes import output_dir, positive_int
+from beirx.cli.types import output_dir, positive_int
 from beirx.publish import verification
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import output_dir
+from beirx.cli.types import output_dir
 from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
 from beirx.publish import verification

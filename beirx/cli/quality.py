@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from beirx.argtypes import comma_list, non_negative_int, output_dir, positive_int, seed
+from beirx.cli.types import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 

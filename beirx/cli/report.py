@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import (metric_name, metric_names, non_negative_int, output_dir, positive_int, seed,
+from beirx.cli.types import (metric_name, metric_names, non_negative_int, output_dir, positive_int, seed,
                             significance_level)
 
 

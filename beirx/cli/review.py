@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import quote
 
-from beirx.argtypes import port_number, positive_int, rating, seed
+from beirx.cli.types import port_number, positive_int, rating, seed
 from beirx.errors import BeirxError
 
 ACTIONS = ("export", "apply")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.argtypes import key_value, metric_name, non_negative_int, output_dir, positive_int, seed, unit_float
+from beirx.cli.types import key_value, metric_name, non_negative_int, output_dir, positive_int, seed, unit_float
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, QUERY_CAP

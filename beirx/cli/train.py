@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from beirx.argtypes import checked, non_negative_float, output_dir, positive_float, positive_int
+from beirx.cli.types import checked, non_negative_float, output_dir, positive_float, positive_int
 from beirx.cli import show_progress
 from beirx.train.options import CROSS_ENCODER_LOSSES, DEFAULT_CROSS_ENCODER_LOSS, SAVE_STEPS
 

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from beirx.argtypes import comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_int
+from beirx.cli.types import comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_int
 from beirx.cli import show_progress
 from beirx.translate.backends.base import Translator
 

@@ -45,11 +45,10 @@ same way in RRF ranks, in run files and in pytrec_eval.
 
 from __future__ import annotations
 
-import argparse
 import math
 from collections.abc import Callable, Sequence
 
-from beirx.argtypes import non_negative_float
+from beirx.argtypes import OptionValueError, non_negative_float
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RRF_K
 from beirx.evaluate.runs import Run, ranked
@@ -158,7 +157,7 @@ def check(method: str, normalization: str, weights: Sequence[float] | None, n: i
         return [1.0] * n
     try:
         weights = [non_negative_float(str(w)) for w in weights]
-    except argparse.ArgumentTypeError as exc:
+    except OptionValueError as exc:
         raise BeirxError(f"fusion weights: {exc}") from None
     if len(weights) != n:
         raise BeirxError(f"{len(weights)} fusion weights given for {n} runs; give one weight per run")

@@ -44,13 +44,12 @@ computed once per dataset and language pair and shared by every fusion and reran
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import non_negative_int, positive_int, unit_weight
+from beirx.argtypes import OptionValueError, non_negative_int, positive_int, unit_weight
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
@@ -242,7 +241,7 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
     if interpolation is not None:  # read as --rerank-interpolation reads it (YAML's true is no weight)
         try:
             interpolation = unit_weight(str(interpolation))
-        except argparse.ArgumentTypeError:
+        except OptionValueError:
             raise DataError(path, f"reranker system {name!r}: 'interpolation' is the reranker's weight, a number in "
                                   f"(0, 1], got {interpolation!r}") from None
     params = checked_params(RERANKERS.get(entry["reranker"]), {k: v for k, v in entry.items() if k not in _RERANK_KEYS})
@@ -275,7 +274,7 @@ def plan_from_config(path: Path | str | Mapping[str, Any]) -> Plan:
     source = "given" if "languages" in data else "default"
     try:
         top_k = positive_int(str(data.get("top_k", defaults.TOP_K)))
-    except argparse.ArgumentTypeError as exc:
+    except OptionValueError as exc:
         raise DataError(path, f"option top_k: {exc}") from None
     return Plan(datasets=[_dataset(path, d, pairs, source) for d in datasets], systems=_grid_systems(path, data.get("systems")),
                 output=output, split=data.get("split"), top_k=top_k,

@@ -15,12 +15,11 @@ Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
 
 from __future__ import annotations
 
-import argparse
 import inspect
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import key_value
+from beirx.argtypes import OptionValueError, key_value
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers import RETRIEVERS
 from beirx.evaluate.specs import RunFileSpec, System, SystemSpec
@@ -56,7 +55,7 @@ def parse_system(spec: str) -> System:
         for item in arg.split(","):
             try:
                 key, value = key_value(item)
-            except argparse.ArgumentTypeError as error:
+            except OptionValueError as error:
                 raise BeirxError(f"system {spec!r}: {error} after ':'") from None
             params[key] = value
     return SystemSpec(name, checked_params(RETRIEVERS.get(name), params, f"system {spec!r}", loose=_number))

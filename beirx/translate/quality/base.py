@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from beirx.argtypes import OptionValueError
 from beirx.errors import BeirxError
 from beirx.registry import Registry
 
@@ -143,7 +144,7 @@ def rows_to_score(text: str) -> int | JudgedRows | None:
         try:
             return JudgedRows(check_segment(text.removeprefix("qrels:"), "split"))
         except BeirxError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise OptionValueError(str(exc)) from None
     return count_or_all(text)
 
 
