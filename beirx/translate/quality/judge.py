@@ -153,14 +153,16 @@ class LLMJudge(QualityMethod):
                               value="answer") if self.use_cache else None  # shared by concurrent runs
         known = {key: parse(answer) for key, answer in cache.get_many(keys.values()).items()} if cache else {}
         judged = {item: known[key] for item, key in keys.items() if key in known}
-        meter = UsageMeter(self.prices, self.max_cost)
-        self.llm.meter = meter  # this field's usage and spending cap
+        meter = UsageMeter(self.prices, self.max_cost)  # this field's usage and spending cap, passed per request
         engine = UnitEngine(_Rows(self, conversations), self.retries)  # a malformed answer is asked again
+
+        async def ask(request):
+            return await self.llm.acall(request, meter=meter)
 
         async def judge(item: str) -> tuple[Attempts, str | None]:
             attempts = Attempts()
             try:
-                await engine.run(Unit(kind, item), self.llm.acall, attempts)
+                await engine.run(Unit(kind, item), ask, attempts)
             except (EndpointDown, BudgetExceeded):
                 raise
             except LLMError as exc:  # refused or never answered: missing (asked again by a rerun), never guessed
