@@ -331,7 +331,7 @@ def test_a_batch_request_without_an_answer_is_left_pending_never_written(source,
     server.faults = on_source({"Cats hunt": ["500"] * 9})  # its line in the error file, every round
     assert translate(source, server, tmp_path / "out", "--batch", "--batch-poll", "0.01", "--retries", "1") == 2
     err = error(capsys)
-    assert "1 units got no answer in 2 batches (last: HTTP 500: The server had an error" in err
+    assert "1 units got no answer with their 2 requests spent (last: HTTP 500: The server had an error" in err
     assert "1 of 8 segments are pending" in err
     server.faults = None
     assert translate(source, server, tmp_path / "out", "--batch", "--batch-poll", "0.01") == 0
