@@ -1,6 +1,7 @@
 """The unit engine itself (beirx.models.llm.engine), with a toy task and scripted LLMs, no network: a unit cut at
 ``max_tokens`` splits and its halves join; one that cannot split is asked again with twice the ``max_tokens``;
-refusals and truncation are rejected for every task; one counter bounds the attempts; what a unit spends goes to
+refusals and truncation are rejected for every task; ``retries`` bounds the answers, and a request without an
+answer (a Batch round) never spends one; what a unit spends goes to
 the meter its caller passes, within the cap; its state survives a JSON round trip (a killed run resumes). Then
 the LLM judge against the fake OpenAI-compatible server: an answer cut off gets the longer limit; and the
 in-process LLM's label log-probabilities metered like a server's."""
@@ -124,18 +125,21 @@ def test_retries_spent_keep_the_last_soft_candidate_and_the_message():
     assert (result.reasons, result.message, result.attempts) == (["not_upper"], "not upper-cased", 3)
 
 
-def test_one_counter_bounds_rejected_answers_and_rounds_without_an_answer():
-    """The Batch driver: a round without an answer spends an attempt like a rejected answer, but never concludes
-    the unit (UNANSWERED: left for a rerun); it does not count as a rejection either."""
-    engine, unit = UnitEngine(UpperCase(), retries=2), Unit("row", "a b")
+def test_a_request_without_an_answer_never_spends_a_retry_and_never_concludes_the_unit():
+    """The Batch driver: a round without an answer is the transport's failure, asked again up to
+    ``transport_attempts`` in a row (as the live client retries one request), then left unconcluded (UNANSWERED:
+    a rerun asks again); the unit's answers and their retries are counted as in a run without the fault."""
+    engine, unit = UnitEngine(UpperCase(), retries=1, transport_attempts=2), Unit("row", "a b")
     attempts = Attempts()
     engine.request(unit, attempts)
     assert engine.record(unit, attempts, Reason.TRANSPORT) is Step.AGAIN
-    assert engine.record(unit, attempts, Reply("a b", "stop", Usage(2, 2))) is Step.AGAIN
+    assert engine.record(unit, attempts, Reply("a b", "stop", Usage(2, 2))) is Step.AGAIN  # rejected: retry 1 of 1
+    assert engine.record(unit, attempts, Reason.TRANSPORT) is Step.AGAIN  # an answer came between: a new count
     assert engine.record(unit, attempts, Reason.TRANSPORT) is Step.UNANSWERED
-    assert attempts.attempts == 3 and attempts.rejected == ["not_upper"] and attempts.usage == [2, 2, 1]
+    assert (attempts.attempts, attempts.unanswered, attempts.rejected, attempts.usage) == (1, 2, ["not_upper"],
+                                                                                           [2, 2, 1])
     spent = Attempts()
-    for step in (Step.AGAIN, Step.AGAIN, Step.SPENT):
+    for step in (Step.AGAIN, Step.SPENT):
         assert engine.record(unit, spent, Reply("a b", "stop", Usage())) is step
 
 
@@ -203,7 +207,7 @@ def test_the_spending_cap_stops_a_unit_before_it_is_exceeded_and_its_cost_is_kep
 def test_a_unit_resumes_from_its_saved_attempts_as_if_never_stopped():
     """The Batch executor saves each open unit's attempts as JSON between rounds: a run killed after any answer
     and resumed from the file asks the same next request and ends in the same state."""
-    engine, unit = UnitEngine(UpperCase(8, splits=False), retries=3), Unit("row", TWELVE)
+    engine, unit = UnitEngine(UpperCase(8, splits=False), retries=3, transport_attempts=2), Unit("row", TWELVE)
     answers = [Reason.TRANSPORT, Reply("nope", "stop", Usage(12, 1)), None, None]  # None: the model's own answer
 
     def drive(resume: bool) -> tuple[Attempts, list[Request]]:
@@ -223,7 +227,7 @@ def test_a_unit_resumes_from_its_saved_attempts_as_if_never_stopped():
     attempts, asked = straight
     # a lost round, a wrong answer (asked again naming why), a truncated one (twice the limit), then accepted
     assert [r.max_tokens for r in asked] == [8, 8, 8, 16] and attempts.text == TWELVE.upper()
-    assert attempts.attempts == 4 and attempts.rejected == ["not_upper", "truncated", "not_upper"]
+    assert attempts.attempts == 3 and attempts.rejected == ["not_upper", "truncated", "not_upper"]
 
 
 def test_a_split_unit_resumes_with_its_halves():

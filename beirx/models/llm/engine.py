@@ -9,8 +9,11 @@ Translation units (live or through the Batch API) and the judge's rows all go th
    ``max_tokens`` (``finish_reason`` ``length``: :attr:`Reason.TRUNCATED`) or refused by the model (the API's
    ``refusal``: :attr:`Reason.REFUSED`) is rejected, whatever the task's check says, and never kept as a
    candidate;
-3. a rejected answer is asked again; one counter, ``retries``, bounds every unit's attempts (rejected answers,
-   and rounds without an answer in the Batch API). A truncated answer or a request the server refused
+3. a rejected answer is asked again, up to ``retries`` times (the unit's one count of answers,
+   :attr:`Attempts.attempts`; the only one the caller keeps). A request that got no answer at all (a Batch round
+   without one: :attr:`Reason.TRANSPORT`) is the transport's failure, not the unit's: it is asked again up to
+   the connection's ``transport_attempts`` (the live client's retry policy bounds the same), counted apart so a
+   fault never spends an answer's retry, then left unconcluded. A truncated answer or a request the server refused
    (:attr:`Reason.REQUEST_REFUSED`, e.g. over its context) *splits* the unit in two (:meth:`Task.halves`),
    each half going through the same loop, up to :data:`MAX_SPLIT_DEPTH` levels; a unit that cannot split
    (a judge's row) is asked again with twice the ``max_tokens``;
@@ -66,7 +69,7 @@ class Step(Enum):
     AGAIN = "again"  # ask :meth:`UnitEngine.request` again
     SPLIT = "split"  # ask its halves (:meth:`UnitEngine.split`)
     SPENT = "spent"  # rejected, retries spent: the caller concludes it
-    UNANSWERED = "unanswered"  # no answer, retries spent: not concluded (a rerun asks again)
+    UNANSWERED = "unanswered"  # no answer, transport attempts spent: not concluded (a rerun asks again)
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,13 @@ class Attempts:
     reasons: list[str] = field(default_factory=list)  # why the last answer was rejected (Reason or the task's)
     details: dict[str, Any] = field(default_factory=dict)
     rejected: list[str] = field(default_factory=list)  # every rejection reason met
-    attempts: int = 0  # requests asked (answered or not): the one counter ``retries`` bounds
+    attempts: int = 0  # answers (and requests the server refused): what ``retries`` bounds
     usage: list[int] = field(default_factory=lambda: [0, 0, 0])  # prompt tokens, completion tokens, requests
     stripped: list[str] = field(default_factory=list)  # wrappers removed from the accepted answer(s)
     max_tokens: int | None = None  # this unit's answer limit (None: the task's first)
     last: str | None = None  # the text of the last rejected answer
     message: str | None = None  # the prose of the last rejection (a retry prompt quotes it, a report shows it)
+    unanswered: int = 0  # requests in a row that got no answer (:attr:`Reason.TRANSPORT`)
 
 
 @dataclass
@@ -136,10 +140,12 @@ def cut_or_refused(reply: Reply) -> list[tuple[Reason, str]]:
 
 class UnitEngine:
     """The loop of every LLM unit (see the module docstring): ``task`` says what to ask and how to check an
-    answer; ``retries``: how many times a unit is asked again after its first request."""
+    answer; ``retries``: how many times a unit is asked again after a rejected answer; ``transport_attempts``:
+    how many requests in a row may go without an answer (:attr:`Reason.TRANSPORT`) before the unit is left
+    unconcluded."""
 
-    def __init__(self, task: Task, retries: int):
-        self.task, self.retries = task, retries
+    def __init__(self, task: Task, retries: int, transport_attempts: int = 1):
+        self.task, self.retries, self.transport_attempts = task, retries, transport_attempts
 
     def request(self, unit: Unit, attempts: Attempts) -> Request:
         if attempts.max_tokens is None:
@@ -161,11 +167,13 @@ class UnitEngine:
     def record(self, unit: Unit, attempts: Attempts, reply: Reply | Reason) -> Step:
         """Check ``reply`` (or the :class:`Reason` there is none: :attr:`Reason.REQUEST_REFUSED`,
         :attr:`Reason.TRANSPORT`) into ``attempts``, and say what comes next (:class:`Step`)."""
+        if reply == Reason.TRANSPORT:  # nothing to learn from: the same request again, or left unconcluded
+            attempts.unanswered += 1
+            return Step.AGAIN if attempts.unanswered < self.transport_attempts else Step.UNANSWERED
         attempts.attempts += 1
+        attempts.unanswered = 0
         if not isinstance(reply, Reply):
             reason = Reason(reply)
-            if reason is Reason.TRANSPORT:  # nothing to learn from: the same request again, or left unconcluded
-                return Step.AGAIN if attempts.attempts <= self.retries else Step.UNANSWERED
             verdict = Verdict(False, reasons=[reason], message=MESSAGES.get(reason))
         else:
             attempts.usage[0] += reply.usage.prompt_tokens

@@ -5,9 +5,10 @@ creates the batch and polls it; each answer goes through the same unit engine as
 (:class:`beirx.models.llm.engine.UnitEngine`), one round at a time: what the engine asks again (a rejected
 answer, the halves of a split unit, a request that got no answer) goes into the next round, until every unit is
 accepted or its retries are spent; then it falls back or is flagged as in a live run, and is committed at once.
-A round without an answer for a unit (an expired batch, a 5xx line) spends one of the unit's ``retries`` like a
-rejected answer (the engine's one counter, :attr:`~beirx.models.llm.engine.Reason.TRANSPORT`), but never
-concludes it: a unit whose retries are spent that way is left pending, and the next run sends it again.
+A round without an answer for a unit (an expired batch, a 5xx line) is the transport's failure
+(:attr:`~beirx.models.llm.engine.Reason.TRANSPORT`): the engine asks again up to the connection's ``attempts``, as
+the live client retries a request, never spending one of the unit's ``retries``, and never concludes the unit:
+one still without an answer is left pending, and the next run sends it again.
 
 Resumable after a kill at any point: the state file (``batches/<system>.json`` beside the translation
 memory) is written after each step (file uploaded, batch created, round ingested), and holds each open unit's
@@ -31,7 +32,7 @@ from beirx.errors import BeirxError
 from beirx.models.llm import LLMRequestError, Reply, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
-from beirx.models.llm.engine import Attempts, Reason, Step, Unit
+from beirx.models.llm.engine import Attempts, Reason, Step, Unit, UnitEngine
 from beirx.translate.llm.units import unmark
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class BatchExecutor:
     def __init__(self, translator, state_path: Path | str, poll_seconds: float = POLL_SECONDS):
         self.translator = translator
         self.api = BatchAPI(translator.llm)
+        self.engine = UnitEngine(translator, translator.retries, transport_attempts=translator.llm.endpoint.attempts)
         self.state_path = Path(state_path)
         self.poll_seconds = poll_seconds
 
@@ -52,7 +54,7 @@ class BatchExecutor:
         # custom_id -> (batch key, segment)
         pending = {_custom_id(segment): (key, segment) for key, segments in work for segment in segments}
         state = self._load()
-        engine = self.translator.engine
+        engine = self.engine
         units = {cid: _Open.load(state["units"].get(cid), *unmark(segment)) for cid, (_, segment) in pending.items()}
         unanswered: dict[str, str] = {}  # custom_id -> why its last request got no answer: left pending
         while pending:
@@ -83,16 +85,16 @@ class BatchExecutor:
             self._save(state)
         self._save(state)
         if unanswered:
-            raise TransportError(f"{len(unanswered)} units got no answer with their {self.translator.retries + 1} "
-                                 f"requests spent (last: {next(reversed(unanswered.values()))}); they are pending and "
-                                 "the next run submits them again")
+            raise TransportError(f"{len(unanswered)} units got no answer in {self.engine.transport_attempts} batches "
+                                 f"(last: {next(reversed(unanswered.values()))}); they are pending and the next run "
+                                 "submits them again")
 
     def _open_round(self, state: dict[str, Any], asked: dict[str, _Open]) -> dict[str, Any]:
         """The round in flight (after a kill: its file uploaded, its batch perhaps created), else a new one for
         the units to ask."""
         round_ = next((r for r in state["rounds"] if not r.get("ingested") and set(r["ids"]) & set(asked)), None)
         if round_ is None:
-            requests = [(cid, self.translator.engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
+            requests = [(cid, self.engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
             round_ = {"ids": list(asked), "file": self.api.upload(self.api.jsonl(requests)), "batch": None}
             state["rounds"].append(round_)
             self._save(state)
