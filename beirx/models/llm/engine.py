@@ -9,11 +9,11 @@ Translation units (live or through the Batch API) and the judge's rows all go th
    ``max_tokens`` (``finish_reason`` ``length``: :attr:`Reason.TRUNCATED`) or refused by the model (the API's
    ``refusal``: :attr:`Reason.REFUSED`) is rejected, whatever the task's check says, and never kept as a
    candidate;
-3. a rejected answer is asked again, up to ``retries`` times (the unit's one count of answers,
-   :attr:`Attempts.attempts`; the only one the caller keeps). A request that got no answer at all (a Batch round
-   without one: :attr:`Reason.TRANSPORT`) is the transport's failure, not the unit's: it is asked again up to
-   the connection's ``transport_attempts`` (the live client's retry policy bounds the same), counted apart so a
-   fault never spends an answer's retry, then left unconcluded. A truncated answer or a request the server refused
+3. a rejected answer is asked again, up to ``retries`` times: the one retry counter (:attr:`Attempts.attempts`),
+   kept here for every driver (live, Batch, the judge), never by a caller. A request that got no answer at all
+   (a Batch round without one: :attr:`Reason.TRANSPORT`) is the transport's failure, not the unit's: it is asked
+   again up to the connection's ``transport_attempts`` (the live client's retry policy bounds the same), never
+   spending an answer's retry, then left unconcluded. A truncated answer or a request the server refused
    (:attr:`Reason.REQUEST_REFUSED`, e.g. over its context) *splits* the unit in two (:meth:`Task.halves`),
    each half going through the same loop, up to :data:`MAX_SPLIT_DEPTH` levels; a unit that cannot split
    (a judge's row) is asked again with twice the ``max_tokens``;
