@@ -70,11 +70,13 @@ def test_the_judge_runs_on_a_server_and_in_process_through_the_same_code(fake_ll
     assert (summary["judged"], summary["malformed"], summary["answers_asked_again"], summary["usage"]["requests"]) == \
         (0, 3, 3, 6) and summary["usage"]["prompt_tokens"] > 0 and summary["usage"]["completion_tokens"] > 0
     assert len(asked_in_process) == 6
-    # the same requests: first round identical to the server's; the re-ask quotes the model's own answer
+    # the same requests: first round identical to the server's; the re-ask quotes the model's own answer, which
+    # random weights never end before the limit: cut off, it is asked again with twice the max_tokens
     first = lambda requests: sorted(json.dumps(r, ensure_ascii=False) for r in requests)  # noqa: E731
     assert first(list(r.messages) for r in asked_in_process[:3]) == first(c.body["messages"] for c in server.calls[:3])
     for retry in asked_in_process[3:]:
-        assert len(retry.messages) == 4 and retry.messages[2]["role"] == "assistant" and retry.max_tokens == 16
+        assert len(retry.messages) == 4 and retry.messages[2]["role"] == "assistant" and retry.max_tokens == 32
+        assert "the answer was cut off by the token limit" in retry.messages[3]["content"]
         assert "JSON" in retry.messages[3]["content"] or "json" in retry.messages[3]["content"].lower()
     described = json.loads((tmp_path / "local" / "quality.json").read_text())["methods"]["judge"]["description"]
     assert described["backend"] == "transformers" and described["model"] == str(tiny_causal_lm)

@@ -19,6 +19,8 @@ from beirx.artifacts import TranslationManifest
 from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.models.llm import BudgetExceeded, EndpointDown, Reply, Usage
+from beirx.models.llm.engine import Unit as EngineUnit
+from beirx.models.llm.engine import UnitEngine
 from beirx.translate.backends.openai import OpenAITranslator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import DOCUMENT, QUERY
@@ -122,8 +124,19 @@ def test_document_units_keep_records_whole_and_split_only_at_paragraphs_then_sen
 
 
 # -- validation ------------------------------------------------------------------------------------------------
+class _Validation:
+    """The translation check as the unit engine's task (the engine adds truncation and the API's refusal)."""
+
+    def __init__(self, validator: Validator):
+        self.validator = validator
+
+    def check(self, unit: EngineUnit, reply: Reply):
+        return self.validator.check(unit.kind, unit.text, reply)
+
+
 def verdict(source: str, answer: str, kind: str = DOCUMENT, finish: str = "stop", **kw):
-    return Validator("en", "es", "Spanish", **kw).check(kind, source, Reply(answer, finish, Usage()))
+    engine = UnitEngine(_Validation(Validator("en", "es", "Spanish", **kw)), retries=0)
+    return engine.verdict(EngineUnit(kind, source), Reply(answer, finish, Usage()))
 
 
 SOURCE = "Vaccines reduce the risk of severe disease in 2019 patients."

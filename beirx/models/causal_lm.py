@@ -52,11 +52,16 @@ def prompt_text(tokenizer, request: Request) -> str:
     return "\n\n".join(m.get("content", "") for m in request.messages)
 
 
+def encode(tokenizer, text: str) -> list[int]:
+    """The token ids the model reads for ``text`` (a chat rendering carries its own BOS: none added)."""
+    bos = tokenizer.bos_token
+    return tokenizer(text, add_special_tokens=not (bos and text.startswith(bos)))["input_ids"]
+
+
 def _batch(tokenizer, texts: Sequence[str], device: str) -> dict[str, Any]:
     """Left-padded inputs with position ids over the real tokens; a chat rendering carries its own BOS."""
     torch = require("torch", "neural", "a local causal language model")
-    bos = tokenizer.bos_token
-    encoded = [tokenizer(t, add_special_tokens=not (bos and t.startswith(bos)))["input_ids"] for t in texts]
+    encoded = [encode(tokenizer, t) for t in texts]
     width = max(len(ids) for ids in encoded)
     pad = tokenizer.pad_token_id
     input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids in encoded], dtype=torch.long)

@@ -125,15 +125,15 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                 run[qid] = [known[k] for k in keys[qid]]
             else:
                 todo.append(qid)
+        # this call's usage and spending cap, passed with each request
         stats, meter, waited = PermutationStats(), UsageMeter(self.prices, self.max_cost), 0.0
-        self.llm.meter = meter  # this call's usage and spending cap
         try:
             with progress(total=sum(len(lists[q]) for q in todo), desc=f"rerank {self.name}", unit="pair",
                           enabled=self.show_progress) as bar:
                 for start in range(0, len(todo), self.chunk_queries):
                     chunk = [_Ranking(queries[q], lists[q], windows(len(lists[q]), self.window, self.step),
                                       list(range(len(lists[q])))) for q in todo[start:start + self.chunk_queries]]
-                    waited += self._run_windows(chunk, stats)
+                    waited += self._run_windows(chunk, stats, meter)
                     scores = {}
                     for ranking in chunk:
                         n, qid = len(ranking.docs), ranking.query.id
@@ -153,7 +153,7 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                      stats.unknown_ids, meter.usage.prompt_tokens, meter.usage.completion_tokens, meter.spent, waited)
         return {qid: run[qid] for qid in lists}
 
-    def _run_windows(self, chunk: list[_Ranking], stats: PermutationStats) -> float:
+    def _run_windows(self, chunk: list[_Ranking], stats: PermutationStats, meter: UsageMeter) -> float:
         """Apply every window of every query in ``chunk``; returns the seconds spent waiting for answers."""
         waited = 0.0
         for round_ in range(max((len(r.spans) for r in chunk), default=0)):
@@ -163,7 +163,7 @@ class LLMListwiseReranker(LLMReranker, Reranker):
                 start, end = ranking.spans[round_]
                 requests.append(self.request(ranking.query, [ranking.docs[p] for p in ranking.order[start:end]]))
             began = time.perf_counter()
-            replies = self.llm.call_many(requests, return_exceptions=True)
+            replies = self.llm.call_many(requests, return_exceptions=True, meter=meter)
             waited += time.perf_counter() - began
             for error in (r for r in replies if isinstance(r, BaseException) and not _refused(r)):
                 raise error  # the server down, timing out, answering nonsense: finished chunks are cached

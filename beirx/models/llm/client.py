@@ -117,8 +117,8 @@ class LLMClient(LLM):
     def describe(self) -> dict[str, Any]:
         return {"backend": self.backend, **self.endpoint.describe()}
 
-    def label_logprobs(self, requests: Sequence[Request],
-                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+    def label_logprobs(self, requests: Sequence[Request], labels: Mapping[str, Sequence[str]],
+                       meter: UsageMeter | None = None) -> list[dict[str, float]]:
         """Read from the ``top_logprobs`` of a one-token answer (OpenAI's API, llama.cpp's and vLLM's servers): the
         log of the summed probabilities of the listed tokens that are one of the label's words (leading spaces
         dropped), so each word should be one token of the served model. A label with none of the :data:`TOP_LOGPROBS`
@@ -126,7 +126,7 @@ class LLMClient(LLM):
         asked = [replace(r, max_tokens=1, extra={**r.extra, "logprobs": True, "top_logprobs": TOP_LOGPROBS})
                  for r in requests]
         out, unlisted = [], 0
-        for reply in self.call_many(asked) if asked else ():
+        for reply in self.call_many(asked, meter=meter) if asked else ():
             if not reply.top_logprobs:
                 raise LLMAnswerError(f"{self.where()} sent no top_logprobs: label log-probabilities need a server "
                                      "that supports OpenAI's logprobs (llama.cpp, vLLM and OpenAI's API do)")

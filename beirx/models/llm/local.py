@@ -6,7 +6,9 @@ up to ``batch_size`` by :func:`beirx.models.causal_lm.generate` (left padding; g
 sampled with the request's seed), in a worker thread so the loop keeps collecting requests. ``finish_reason``
 is ``length`` when a row used all its ``max_tokens`` without reaching the end of its turn, so truncation is
 detected as with a server; usage counts the prompt's and the generated tokens, into the same
-:class:`~beirx.models.llm.usage.UsageMeter` (and ``max_cost``) a server's client would use. The model is
+:class:`~beirx.models.llm.usage.UsageMeter` (and ``max_cost``) a server's client would use. Label
+log-probabilities (:meth:`LocalLLM.label_logprobs`) are metered as the server's one-token answers are: each
+prompt's tokens read and one token, reserved against the cap before the pass and settled after it. The model is
 loaded once per process (:func:`beirx.models.causal_lm.causal_lm`), on the GPU when there is one.
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 from beirx.errors import BeirxError
 from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.protocol import LLM
-from beirx.models.llm.usage import UsageMeter
+from beirx.models.llm.usage import Usage, UsageMeter
 
 
 class LocalLLM(LLM):
@@ -66,12 +68,13 @@ class LocalLLM(LLM):
                 "dtype": str(self.loaded()[1].dtype).removeprefix("torch."), "device": self.device,
                 "batch_size": self.batch_size}
 
-    def label_logprobs(self, requests: Sequence[Request],
-                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+    def label_logprobs(self, requests: Sequence[Request], labels: Mapping[str, Sequence[str]],
+                       meter: UsageMeter | None = None) -> list[dict[str, float]]:
         """From the next-token distribution after each prompt (:func:`beirx.models.causal_lm.next_token_logprobs`,
         ``batch_size`` prompts a pass) at the label words' :meth:`first_tokens`; two labels sharing one cannot be
-        told apart (an error)."""
-        from beirx.models.causal_lm import next_token_logprobs, prompt_text
+        told apart (an error). Each prompt is metered (``meter``, else the LLM's own) as a request reading its
+        tokens and generating one."""
+        from beirx.models.causal_lm import encode, next_token_logprobs, prompt_text
 
         tokenizer, model = self.loaded()
         ids = {name: self.first_tokens(words) for name, words in labels.items()}
@@ -80,10 +83,22 @@ class LocalLLM(LLM):
                 raise BeirxError(f"the {a} words {list(labels[a])} and the {b} words {list(labels[b])} share the "
                                  f"first token(s) {sorted(set(a_ids) & set(b_ids))} in {self.files.name}'s "
                                  "vocabulary: they cannot be told apart")
+        meter = meter if meter is not None else self.meter
         texts = [prompt_text(tokenizer, r) for r in requests]
         out = []
         for start in range(0, len(texts), self.batch_size):
-            logprobs = next_token_logprobs(tokenizer, model, texts[start:start + self.batch_size], self.device)
+            batch = texts[start:start + self.batch_size]
+            usages = [Usage(len(encode(tokenizer, text)), 1) for text in batch]
+            reserved: list[float] = []
+            try:
+                reserved += [meter.reserve(usage) for usage in usages]
+                logprobs = next_token_logprobs(tokenizer, model, batch, self.device)
+            except BaseException:
+                for amount in reserved:
+                    meter.settle(amount, None)
+                raise
+            for amount, usage in zip(reserved, usages):
+                meter.settle(amount, usage)
             columns = {name: logprobs[:, i].logsumexp(dim=-1).tolist() for name, i in ids.items()}
             out += [{name: column[row] for name, column in columns.items()} for row in range(len(logprobs))]
         return out

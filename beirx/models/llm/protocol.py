@@ -7,12 +7,19 @@ stage code that is not async calls :meth:`LLM.call_many`, async code awaits :met
 and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on the LLM's loop (its ``await acall``
 then costs no thread hop). Every request reserves its worst case against the meter's spending cap before it is
 sent and is settled with the usage of its answer.
+
+The meter is chosen per call: a stage with its own budget (a judged field, a reranking call) passes its
+:class:`~beirx.models.llm.usage.UsageMeter` to :meth:`LLM.acall`, :meth:`LLM.call_many` or
+:meth:`LLM.label_logprobs`; without one, the LLM's own (the constructor's) counts. While a request is answered
+:attr:`LLM.meter` is the meter of that request (a context variable of its task), so what the transport records
+on its way (retries, failures by kind) lands on the same meter as the usage and cost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
@@ -21,22 +28,33 @@ from beirx.models.llm.calls import Reply, Request
 from beirx.models.llm.tokens import CHARS_PER_TOKEN
 from beirx.models.llm.usage import UsageMeter
 
+#: The meter of the request being answered in this task (None: the LLM's own).
+_CALL_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar("beirx_llm_call_meter",
+                                                                                 default=None)
+
 
 class LLM:
     """``backend``: "openai" (a server) or "transformers" (in process); ``location``: where answers come from,
-    for cache keys (the server's address, or the local model's revision); ``meter``: usage and spending cap.
-    An implementation answers one request in :meth:`_answer` (on the LLM's loop) and says what it is."""
+    for cache keys (the server's address, or the local model's revision); ``meter``: the usage and spending cap
+    of calls that pass none. An implementation answers one request in :meth:`_answer` (on the LLM's loop) and says
+    what it is."""
 
     backend: str
     model: str
     location: str
 
     def __init__(self, meter: UsageMeter | None, thread_name: str):
-        self.meter = meter if meter is not None else UsageMeter()
+        self._meter = meter if meter is not None else UsageMeter()
         self._thread_name = thread_name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
+
+    @property
+    def meter(self) -> UsageMeter:
+        """The meter of the request being answered (the one its caller passed), else the LLM's own. Read-only:
+        a budget is passed with the call, never set on a shared LLM."""
+        return _CALL_METER.get() or self._meter
 
     def describe(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -44,10 +62,11 @@ class LLM:
     async def _answer(self, request: Request) -> Reply:
         raise NotImplementedError
 
-    def label_logprobs(self, requests: Sequence[Request],
-                       labels: Mapping[str, Sequence[str]]) -> list[dict[str, float]]:
+    def label_logprobs(self, requests: Sequence[Request], labels: Mapping[str, Sequence[str]],
+                       meter: UsageMeter | None = None) -> list[dict[str, float]]:
         """For each request, ``{label: log P}``: the log of the summed probabilities that the answer's first
-        token is one of the label's words (``{"yes": ["yes", "Yes"]}``). No request: only check the labels."""
+        token is one of the label's words (``{"yes": ["yes", "Yes"]}``). No request: only check the labels.
+        Metered as a one-token answer per request (into ``meter``, else the LLM's own)."""
         raise NotImplementedError
 
     def fit(self, request_for: Callable[[str], Request], text: str, max_tokens: int) -> tuple[Request, bool]:
@@ -73,11 +92,13 @@ class LLM:
                 self._thread.start()
             return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
-    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False) -> list[Reply | BaseException]:
-        """Send all ``requests`` concurrently; replies in request order. With ``return_exceptions`` a failed
-        request's error takes its place, else the first error is raised once every request has finished."""
+    def call_many(self, requests: Iterable[Request], return_exceptions: bool = False,
+                  meter: UsageMeter | None = None) -> list[Reply | BaseException]:
+        """Send all ``requests`` concurrently (metered into ``meter``, else the LLM's own); replies in request
+        order. With ``return_exceptions`` a failed request's error takes its place, else the first error is
+        raised once every request has finished."""
         async def gather():
-            return await asyncio.gather(*(self.acall(r) for r in requests), return_exceptions=True)
+            return await asyncio.gather(*(self.acall(r, meter) for r in requests), return_exceptions=True)
 
         results = self.schedule(gather()).result()
         for result in results if not return_exceptions else ():
@@ -85,18 +106,22 @@ class LLM:
                 raise result
         return results
 
-    async def acall(self, request: Request) -> Reply:
-        """Await ``request`` from any event loop."""
+    async def acall(self, request: Request, meter: UsageMeter | None = None) -> Reply:
+        """Await ``request`` from any event loop; its worst case reserved against ``meter`` (else the LLM's
+        own), which is then settled with the answer's usage."""
         if asyncio.get_running_loop() is not self._loop:
-            return await asyncio.wrap_future(self.schedule(self.acall(request)))
-        reserved = self.meter.reserve(request.worst_case())
+            return await asyncio.wrap_future(self.schedule(self.acall(request, meter)))
+        meter = meter if meter is not None else self._meter
+        reserved = meter.reserve(request.worst_case())
         usage = None
+        token = _CALL_METER.set(meter)
         try:
             reply = await self._answer(request)
             usage = reply.usage
             return reply
         finally:
-            self.meter.settle(reserved, usage)
+            _CALL_METER.reset(token)
+            meter.settle(reserved, usage)
 
     def close(self) -> None:
         """Stop the LLM's loop and join its thread (idempotent; a later request starts them again)."""

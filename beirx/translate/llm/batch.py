@@ -3,8 +3,12 @@
 The executor takes every unit the pipeline claims, writes one Batch JSONL (one request per unit), uploads it,
 creates the batch and polls it; each answer goes through the same unit engine as a live one
 (:class:`beirx.models.llm.engine.UnitEngine`), one round at a time: what the engine asks again (a rejected
-answer, the halves of a split unit) goes into the next round, until every unit is accepted or its retries are
-spent; then it falls back or is flagged as in a live run, and is committed at once.
+answer, the halves of a split unit, a request that got no answer) goes into the next round, until every unit is
+accepted or its retries are spent; then it falls back or is flagged as in a live run, and is committed at once.
+A round without an answer for a unit (an expired batch, a 5xx line) is the transport's failure
+(:attr:`~beirx.models.llm.engine.Reason.TRANSPORT`): the engine asks again up to the connection's ``attempts``, as
+the live client retries a request, never spending one of the unit's ``retries``, and never concludes the unit:
+one still without an answer is left pending, and the next run sends it again.
 
 Resumable after a kill at any point: the state file (``batches/<system>.json`` beside the translation
 memory) is written after each step (file uploaded, batch created, round ingested), and holds each open unit's
@@ -28,7 +32,7 @@ from beirx.errors import BeirxError
 from beirx.models.llm import LLMRequestError, Reply, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
 from beirx.translate.executors import Done, Work
-from beirx.models.llm.engine import ACCEPTED, REFUSED, SPENT, SPLIT, Attempts, Unit
+from beirx.models.llm.engine import Attempts, Reason, Step, Unit, UnitEngine
 from beirx.translate.llm.units import unmark
 
 log = logging.getLogger(__name__)
@@ -42,6 +46,7 @@ class BatchExecutor:
     def __init__(self, translator, state_path: Path | str, poll_seconds: float = POLL_SECONDS):
         self.translator = translator
         self.api = BatchAPI(translator.llm)
+        self.engine = UnitEngine(translator, translator.retries, transport_attempts=translator.llm.endpoint.attempts)
         self.state_path = Path(state_path)
         self.poll_seconds = poll_seconds
 
@@ -49,31 +54,27 @@ class BatchExecutor:
         # custom_id -> (batch key, segment)
         pending = {_custom_id(segment): (key, segment) for key, segments in work for segment in segments}
         state = self._load()
-        engine = self.translator.engine
+        engine = self.engine
         units = {cid: _Open.load(state["units"].get(cid), *unmark(segment)) for cid, (_, segment) in pending.items()}
-        unanswered: dict[str, str] = {}  # custom_id -> why it got no answer in any round: left pending
+        unanswered: dict[str, str] = {}  # custom_id -> why its last request got no answer: left pending
         while pending:
             asked = {cid: unit for top in pending for cid, unit in units[top].leaves(top)}
             round_ = self._open_round(state, asked)
             results = self._wait(round_, state)
-            for cid, reply in results.items():
-                if cid not in asked or isinstance(reply, TransportError):
-                    continue  # committed before a kill, or not this run's; or no answer (below)
-                unit = asked[cid]  # a request the server refused (4xx) is the engine's REFUSED, as in a live run
-                step = engine.record(unit.unit, unit.attempts, REFUSED if isinstance(reply, LLMRequestError) else reply)
-                if step == SPLIT:
+            for cid in [c for c in round_["ids"] if c in asked]:  # (others: committed before a kill)
+                unit, reply = asked[cid], results.get(cid)
+                if isinstance(reply, LLMRequestError):  # the server refused the request (4xx), as in a live run
+                    reply = Reason.REQUEST_REFUSED
+                elif not isinstance(reply, Reply):  # no answer (an expired batch, a 5xx): never a final row
+                    reply = Reason.TRANSPORT
+                step = engine.record(unit.unit, unit.attempts, reply)
+                if step is Step.SPLIT:
                     left, gap, right = engine.split(unit.unit)
                     unit.gap, unit.halves = gap, [_Open(left), _Open(right)]
-                unit.done = step in (ACCEPTED, SPENT)
-            for cid in [c for c in round_["ids"] if c in asked and not isinstance(results.get(c), (Reply,
-                                                                                               LLMRequestError))]:
-                # no answer (an expired batch, a 5xx): never a final row; another round, else left pending
-                rounds = state.setdefault("unanswered", {})
-                rounds[cid] = rounds.get(cid, 0) + 1
-                if rounds[cid] > self.translator.retries:
+                elif step is Step.UNANSWERED:
                     unanswered[cid] = str(results.get(cid) or f"no answer in batch {round_['batch']}")
                     pending.pop(cid.split("/")[0], None)
-                    del rounds[cid]
+                unit.done = step in (Step.ACCEPTED, Step.SPENT)
             for top in list(pending):
                 attempts = units[top].result(engine)
                 if attempts is not None:
@@ -82,10 +83,9 @@ class BatchExecutor:
             state["units"] = {top: asdict(units[top]) for top in pending}
             round_["ingested"] = True
             self._save(state)
-        state.pop("unanswered", None)  # a rerun starts them afresh
         self._save(state)
         if unanswered:
-            raise TransportError(f"{len(unanswered)} units got no answer in {self.translator.retries + 1} batches "
+            raise TransportError(f"{len(unanswered)} units got no answer in {self.engine.transport_attempts} batches "
                                  f"(last: {next(reversed(unanswered.values()))}); they are pending and the next run "
                                  "submits them again")
 
@@ -94,7 +94,7 @@ class BatchExecutor:
         the units to ask."""
         round_ = next((r for r in state["rounds"] if not r.get("ingested") and set(r["ids"]) & set(asked)), None)
         if round_ is None:
-            requests = [(cid, self.translator.engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
+            requests = [(cid, self.engine.request(unit.unit, unit.attempts)) for cid, unit in asked.items()]
             round_ = {"ids": list(asked), "file": self.api.upload(self.api.jsonl(requests)), "batch": None}
             state["rounds"].append(round_)
             self._save(state)

@@ -15,11 +15,23 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 FLAGS_FILE = "translation_flags.jsonl"
-RETRIED, FALLBACK, FLAGGED = "retried", "fallback", "flagged"
+
+
+class Outcome(StrEnum):
+    """What became of a unit (a ``str``: the value is the word notes, flag rows and manifests record)."""
+
+    ACCEPTED = "accepted"  # the first answer (no note)
+    RETRIED = "retried"  # an answer after rejected ones
+    FALLBACK = "fallback"  # the fallback translator's
+    FLAGGED = "flagged"  # the last softly wrong answer, or the source, written flagged
+
+
+RETRIED, FALLBACK, FLAGGED = Outcome.RETRIED, Outcome.FALLBACK, Outcome.FLAGGED
 
 
 class Checked(str):
@@ -57,7 +69,7 @@ class Tally:
             self.completion_tokens += usage[1]
             self.requests += usage[2]
             self.stripped.update(output.stripped)
-            note = output.note or {"outcome": "accepted", "reasons": ()}
+            note = output.note or {"outcome": Outcome.ACCEPTED, "reasons": ()}
             self.units[note["outcome"]] += 1
             self.reasons.update(note["reasons"])
 
@@ -65,7 +77,7 @@ class Tally:
         return bool(self.units)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"units": {k: self.units.get(k, 0) for k in ("accepted", RETRIED, FALLBACK, FLAGGED)},
+        return {"units": {str(k): self.units.get(k, 0) for k in Outcome},
                 "reasons": dict(sorted(self.reasons.items())), "wrappers_stripped": dict(sorted(self.stripped.items())),
                 "requests": self.requests,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}

@@ -26,7 +26,7 @@ from typing import Any
 from beirx.argtypes import checked, non_negative_float, non_negative_int, option, positive_float, positive_int
 from beirx.errors import BeirxError
 from beirx.models.llm import CHAT, LLM, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
-from beirx.models.llm.engine import REFUSED, Attempts, Unit, UnitEngine, Verdict
+from beirx.models.llm.engine import Attempts, Reason, Unit, UnitEngine, Verdict
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -173,14 +173,14 @@ class LLMTranslator(Translator):
             return await asyncio.to_thread(self.conclude, text, result)
         return self.conclude(text, result)
 
-    async def _ask(self, request: Request) -> Reply | str:
+    async def _ask(self, request: Request) -> Reply | Reason:
         try:
             return await self.llm.acall(request)
         except LLMRequestError as exc:
             if not exc.about_this_request:  # a bad key or model name: nothing else will work either
                 raise
             log.warning("unit refused by the server (%s); splitting it", exc)
-            return REFUSED
+            return Reason.REQUEST_REFUSED
         # Any other error (the server unreachable, timing out, answering nonsense; the budget spent) is not an
         # answer about this unit: it propagates, the unit stays untranslated and a rerun sends it again.
 

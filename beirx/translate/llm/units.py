@@ -14,8 +14,17 @@ under its own prompt, as it should be.
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
-QUERY, DOCUMENT = "query", "document"
+
+class Kind(StrEnum):
+    """What a unit is (its prompt depends on it); the value is the marker's word."""
+
+    QUERY = "query"
+    DOCUMENT = "document"
+
+
+QUERY, DOCUMENT = Kind.QUERY, Kind.DOCUMENT
 _KIND = re.compile(r"⟪(query|document)⟫ ")
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
@@ -28,7 +37,7 @@ def mark(kind: str, text: str) -> str:
 def unmark(segment: str) -> tuple[str, str]:
     """``(kind, text)`` of a segment; an unmarked one (a caller other than the pipeline) is a document."""
     match = _KIND.match(segment)
-    return (match.group(1), segment[match.end():]) if match else (DOCUMENT, segment)
+    return (Kind(match.group(1)), segment[match.end():]) if match else (DOCUMENT, segment)
 
 
 def lines(text: str) -> list[str]:

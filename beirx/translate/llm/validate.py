@@ -1,16 +1,17 @@
 """Every LLM output is checked before it is written: the failures published LLM-translated benchmarks shipped.
 
-A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected. *Hard* reasons
-(:data:`HARD`) leave nothing usable to write; the others describe a translation that could still be written,
-flagged. The caller retries with a stricter prompt, then falls back or flags.
+A :class:`~beirx.models.llm.engine.Verdict` lists the reasons an answer is rejected, named values of
+:class:`Problem` (the words the notes record). *Hard* reasons (:data:`HARD`) leave nothing usable to write; the
+others describe a translation that could still be written, flagged. The caller retries with a stricter prompt,
+then falls back or flags.
 
 * Wrappers a model puts around its translation are removed when they are recognisable, and the rest is
   checked: a first line announcing the translation ("Sure! Here is the translation:"), a label ("Spanish:"),
   the prompt's ``<text>`` tags, code fences, quotes the source does not have, a trailing "Note: ..." line.
   Meta-commentary that is not such a wrapper ("The translation of this text is ...") rejects the answer.
-* ``finish_reason == "length"``: the answer was cut at ``max_tokens`` (the caller splits the unit smaller).
-* Refusals: the API's ``refusal`` field, or an answer opening like one ("I'm sorry", "As an AI", "Lo
-  siento" ...) when the source does not.
+* An answer cut at ``max_tokens`` or refused in the API's ``refusal`` field is rejected by the unit engine
+  before this check counts (:func:`beirx.models.llm.engine.cut_or_refused`: every task gets that); here, an
+  answer opening like a refusal ("I'm sorry", "As an AI", "Lo siento" ...) when the source does not.
 * A copied source and the wrong language reuse the quality report's checks
   (:func:`beirx.translate.quality.checks.copy_reason`, :mod:`beirx.translate.langid`, on answers with at least
   :data:`MIN_LETTERS_FOR_LANGID` letters: shorter ones are not identified reliably).
@@ -30,9 +31,10 @@ flagged. The caller retries with a stricter prompt, then falls back or flags.
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 
 from beirx.models.llm import Reply
-from beirx.models.llm.engine import Verdict
+from beirx.models.llm.engine import Reason, Verdict
 from beirx.translate import langid
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.units import QUERY, lines
@@ -40,8 +42,33 @@ from beirx.translate.placeholders import PLACEHOLDER
 from beirx.translate.quality import checks
 from beirx.translate.segment import split_sentences
 
-HARD = frozenset({"empty", "refusal", "truncated", "line_count", "lost_placeholders", "meta_commentary",
-                  "added_markup", "added_urls"})
+
+
+class Problem(StrEnum):
+    """What the translation check finds wrong with an answer (the module docstring says when each)."""
+
+    EMPTY = "empty"
+    LINE_COUNT = "line_count"
+    LOST_PLACEHOLDERS = "lost_placeholders"
+    META_COMMENTARY = "meta_commentary"
+    UNTRANSLATED = "untranslated"  # (checks.copy_reason)
+    NEAR_IDENTICAL = "near_identical"  # (checks.copy_reason)
+    WRONG_LANGUAGE = "wrong_language"
+    ANSWERED = "answered"
+    LENGTH_RATIO = "length_ratio"
+    QUESTION_LOST = "question_lost"
+    LOST_NUMBERS = "lost_numbers"
+    LOST_URLS = "lost_urls"
+    ADDED_NUMBERS = "added_numbers"
+    ADDED_URLS = "added_urls"
+    ADDED_MARKUP = "added_markup"
+    ADDED_SENTENCES = "added_sentences"
+    GLOSSARY = "glossary"
+    REPETITION = "repetition"
+
+
+HARD = frozenset({Problem.EMPTY, Reason.REFUSED, Reason.TRUNCATED, Problem.LINE_COUNT, Problem.LOST_PLACEHOLDERS,
+                  Problem.META_COMMENTARY, Problem.ADDED_MARKUP, Problem.ADDED_URLS})
 LENGTH_BOUNDS = (0.33, 3.0)
 #: Scripts that need far fewer characters than English: only the upper bound applies to them.
 COMPACT_SCRIPTS = {"zh", "ja", "ko", "th", "lo", "km", "my", "bo"}
@@ -86,7 +113,8 @@ class Validator:
 
     def check(self, kind: str, source: str, reply: Reply) -> Verdict:
         """The verdict on ``reply`` translating the unit ``source`` (its lines; placeholders masked): the
-        cleaned answer is its ``value`` when accepted, else its ``candidate`` unless a reason is hard."""
+        cleaned answer is its ``value`` when accepted, else its ``candidate`` unless a reason is hard. (The
+        unit engine adds truncation and the API's refusal: :meth:`beirx.models.llm.engine.UnitEngine.verdict`.)"""
         verdict = self._check(kind, source, reply)
         if verdict.reasons:
             verdict.value, verdict.candidate = None, None if HARD & set(verdict.reasons) else verdict.value
@@ -97,28 +125,24 @@ class Validator:
         text, stripped = self.strip_wrappers(reply.text, source)
         verdict = Verdict(False, text, stripped=stripped)
         reasons = verdict.reasons
-        if reply.refusal:
-            reasons.append("refusal")
-        if reply.finish_reason == "length":
-            reasons.append("truncated")
         if not text.strip():
-            reasons.append("empty")
+            reasons.append(Problem.EMPTY)
             return verdict
-        if _REFUSAL.match(text) and not _REFUSAL.match(source) and "refusal" not in reasons:
-            reasons.append("refusal")
+        if _REFUSAL.match(text) and not _REFUSAL.match(source):
+            reasons.append(Reason.REFUSED)
         if any(p.search(text) and not p.search(source) for p in (_META, _META_LABEL)):
-            reasons.append("meta_commentary")
+            reasons.append(Problem.META_COMMENTARY)
         source_lines = source.split("\n")
         output_lines = lines(text)
         if len(source_lines) == 1:
             verdict.value = text = " ".join(output_lines)
         elif len(output_lines) != len(source_lines):
-            reasons.append("line_count")
+            reasons.append(Problem.LINE_COUNT)
             verdict.details["lines"] = [len(source_lines), len(output_lines)]
         else:
             verdict.value = text = "\n".join(output_lines)
         if sorted(PLACEHOLDER.findall(text)) != sorted(PLACEHOLDER.findall(source)):
-            reasons.append("lost_placeholders")
+            reasons.append(Problem.LOST_PLACEHOLDERS)
         self._content(kind, PLACEHOLDER.sub("", source), PLACEHOLDER.sub("", text), verdict)
         return verdict
 
@@ -126,41 +150,41 @@ class Validator:
         reasons = verdict.reasons
         copy = checks.copy_reason(source, text)
         if copy:
-            reasons.append(copy)
+            reasons.append(Problem(copy))
         if self._check_language and len(_LETTERS.findall(text)) >= MIN_LETTERS_FOR_LANGID and not copy:
             lang, probability = langid.identify(text)
             if langid.wrong_language(lang, probability, self.src, self.tgt):
-                reasons.append("wrong_language")
+                reasons.append(Problem.WRONG_LANGUAGE)
                 verdict.details["language"] = {"detected": lang, "probability": round(probability, 3)}
         if len(source) >= MIN_CHARS_FOR_RATIO:
             ratio = len(text) / len(source)
             low, high = self.bounds
             if not low <= ratio <= high:
-                reasons.append("answered" if kind == QUERY and ratio > high else "length_ratio")
+                reasons.append(Problem.ANSWERED if kind == QUERY and ratio > high else Problem.LENGTH_RATIO)
                 verdict.details["length_ratio"] = round(ratio, 3)
         if kind == QUERY and source.rstrip()[-1:] in _QUESTION_MARKS and not any(m in text for m in _QUESTION_MARKS):
-            reasons.append("question_lost")
+            reasons.append(Problem.QUESTION_LOST)
         # what the answer lost of the source, then what it added (the first ten of each addition)
-        compared = {"lost_numbers": sorted(checks.numbers(source) - checks.numbers(text)),
-                    "lost_urls": sorted(u for u in checks.urls(source) if u not in text),
-                    "added_numbers": sorted(checks.numbers(text) - checks.numbers(source))[:10],
-                    "added_urls": sorted(u for u in checks.urls(text) if u not in source)[:10],
-                    "added_markup": sorted(_markup(text) - _markup(source))[:10]}
+        compared = {Problem.LOST_NUMBERS: sorted(checks.numbers(source) - checks.numbers(text)),
+                    Problem.LOST_URLS: sorted(u for u in checks.urls(source) if u not in text),
+                    Problem.ADDED_NUMBERS: sorted(checks.numbers(text) - checks.numbers(source))[:10],
+                    Problem.ADDED_URLS: sorted(u for u in checks.urls(text) if u not in source)[:10],
+                    Problem.ADDED_MARKUP: sorted(_markup(text) - _markup(source))[:10]}
         for reason, what in compared.items():
             if what:
                 reasons.append(reason)
                 verdict.details[reason] = what
         counts = [sum(1 for _, is_sentence in split_sentences(part, lang) if is_sentence)
                   for part, lang in ((source, self.src), (text, self.tgt))]
-        if counts[1] > counts[0] and not {"answered", "length_ratio"} & set(reasons):  # (said already)
-            reasons.append("added_sentences")
+        if counts[1] > counts[0] and not {Problem.ANSWERED, Problem.LENGTH_RATIO} & set(reasons):  # (said already)
+            reasons.append(Problem.ADDED_SENTENCES)
             verdict.details["sentences"] = counts
         missing = self.glossary.missing(source, text) if self.glossary is not None else []
         if missing:
-            reasons.append("glossary")
+            reasons.append(Problem.GLOSSARY)
             verdict.details["glossary"] = missing
         if checks.repetition(source, text):
-            reasons.append("repetition")
+            reasons.append(Problem.REPETITION)
 
     def strip_wrappers(self, text: str, source: str) -> tuple[str, list[str]]:
         """``text`` without the recognisable wrappers listed in the module docstring, and which were removed."""

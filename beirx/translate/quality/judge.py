@@ -14,7 +14,8 @@ Flags: ``judge_major_error`` (a critical or major error annotated) and ``judge_l
 below ``--judge-min-score``, default 50: less than half the meaning).
 
 An answer that is not a valid judgement (no JSON, a score outside 0-100, an unknown severity, cut off by the
-token limit, a refusal) is sent again with the reason quoted back (``--judge-retries``, default 2); one still
+token limit, a refusal) is sent again with the reason quoted back (``--judge-retries``, default 2); one cut off
+by the token limit is asked again with twice the ``max_tokens`` (the unit engine's rule for every task); one still
 malformed is recorded as missing (``null`` in the rows, counted in the field summary with examples), never
 guessed. A request the server refuses is missing too; a dead server (the client's circuit breaker) or the
 spending cap stops the run. Valid judgements are cached in ``$BEIRX_HOME/judgements`` per (model, server,
@@ -153,14 +154,16 @@ class LLMJudge(QualityMethod):
                               value="answer") if self.use_cache else None  # shared by concurrent runs
         known = {key: parse(answer) for key, answer in cache.get_many(keys.values()).items()} if cache else {}
         judged = {item: known[key] for item, key in keys.items() if key in known}
-        meter = UsageMeter(self.prices, self.max_cost)
-        self.llm.meter = meter  # this field's usage and spending cap
+        meter = UsageMeter(self.prices, self.max_cost)  # this field's usage and spending cap, passed per request
         engine = UnitEngine(_Rows(self, conversations), self.retries)  # a malformed answer is asked again
+
+        async def ask(request):
+            return await self.llm.acall(request, meter=meter)
 
         async def judge(item: str) -> tuple[Attempts, str | None]:
             attempts = Attempts()
             try:
-                await engine.run(Unit(kind, item), self.llm.acall, attempts)
+                await engine.run(Unit(kind, item), ask, attempts)
             except (EndpointDown, BudgetExceeded):
                 raise
             except LLMError as exc:  # refused or never answered: missing (asked again by a rerun), never guessed
@@ -190,7 +193,7 @@ class LLMJudge(QualityMethod):
                         if error is not None:
                             failed[item] = error
                         elif attempts.text is None:
-                            malformed[item] = (attempts.reasons[0], attempts.last)
+                            malformed[item] = (attempts.message, attempts.last)
                         else:
                             fresh[item] = attempts.text
                     if cache is not None and fresh:
@@ -233,7 +236,8 @@ class LLMJudge(QualityMethod):
 
 class _Rows:
     """The judge's task for the unit engine: a unit is a row (its ``text`` the row's id); a malformed answer is
-    quoted back with the reason (the prompt file's ``retry``); nothing splits."""
+    quoted back with the reason (the prompt file's ``retry``); nothing splits (a cut-off answer gets twice the
+    ``max_tokens``, the engine's rule)."""
 
     def __init__(self, judge: LLMJudge, conversations: dict[str, list[dict[str, str]]]):
         self.judge, self.conversations = judge, conversations
@@ -246,22 +250,19 @@ class _Rows:
 
         messages = self.conversations[unit.text]
         if attempts.reasons:
-            messages = messages + [{"role": "assistant", "content": attempts.last},
-                                   {"role": "user", "content": self.judge.prompts.fill("retry", reason=attempts.reasons[0])}]
+            retry = self.judge.prompts.fill("retry", reason=attempts.message)
+            messages = messages + [{"role": "assistant", "content": attempts.last}, {"role": "user", "content": retry}]
         return Request.chat(messages, max_tokens=attempts.max_tokens)
 
     def check(self, unit, reply):
-        """The judgement in ``reply``; a refusal or an answer cut off by the token limit is malformed."""
-        from beirx.models.llm.engine import Verdict
+        """The judgement in ``reply``, else :attr:`~beirx.models.llm.engine.Reason.INVALID` saying why (a
+        refusal or an answer cut off by the token limit: the engine rejects it, with its own message)."""
+        from beirx.models.llm.engine import Reason, Verdict
 
         try:
-            if reply.refusal:
-                raise Malformed(f"the model refused: {reply.refusal[:100]}")
-            if reply.finish_reason == "length":
-                raise Malformed("the answer was cut off by the token limit; answer shorter")
             return Verdict(True, parse(reply.text))
         except Malformed as why:
-            return Verdict(False, reasons=[str(why)])
+            return Verdict(False, reasons=[Reason.INVALID], message=str(why))
 
     def halves(self, unit) -> None:
         return None
