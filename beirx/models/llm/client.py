@@ -3,9 +3,9 @@ circuit breaker and usage metering around the official ``openai`` async client.
 
 Why it is shaped like this:
 
-* **One event loop of its own** (:class:`~beirx.models.llm.protocol.LLM`): ``openai.AsyncOpenAI``, the
-  concurrency limit and the breaker live on it, so every caller shares one budget of
-  ``Endpoint.concurrency`` requests in flight.
+* **The process's one LLM event loop** (:mod:`beirx.models.llm.loop`): ``openai.AsyncOpenAI``, the
+  concurrency limit and the breaker of a client live on it, so every caller of the client shares one budget of
+  ``Endpoint.concurrency`` requests in flight; closing the client closes its connections, not the loop.
 * **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
   meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
   ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
@@ -42,6 +42,7 @@ from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request, StreamedReply
 from beirx.models.llm.endpoint import Endpoint
+from beirx.models.llm.loop import submit
 from beirx.models.llm.protocol import LLM
 from beirx.models.llm.usage import Usage, UsageMeter
 from beirx.redact import redact_text, redact_url, remember_secret
@@ -97,7 +98,7 @@ class LLMClient(LLM):
 
     def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
-        super().__init__(meter, "beirx-llm-client")
+        super().__init__(meter)
         self.endpoint = endpoint  # the circuit breaker and the retry policy follow it at the first request
         self._sleep = sleep or asyncio.sleep
         self._key = ""
@@ -147,7 +148,7 @@ class LLMClient(LLM):
 
     def openai_client(self):
         """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
-        it on the client's loop (:meth:`schedule`)."""
+        it on the LLM loop (:meth:`schedule`)."""
         self._start()
         return self._openai
 
@@ -168,11 +169,16 @@ class LLMClient(LLM):
                 self._retrying = Retrying(self.policy, retried=self._retried, failed=self._failed,
                                           exhausted=self._exhausted, asleep=self._sleep)
 
+    @property
+    def closed(self) -> bool:
+        """True when the client holds no connection pool (before its first request, after :meth:`close`)."""
+        return self._openai is None
+
     def close(self) -> None:
-        """Close the connections (opened only once the loop started) and stop the client's loop (idempotent)."""
+        """Close the connections, on the loop they were opened on (idempotent; a later request opens new ones)."""
         with self._start_lock:
-            if self._openai is not None and self._loop is not None:
-                asyncio.run_coroutine_threadsafe(self._openai.close(), self._loop).result()
+            if self._openai is not None:
+                submit(self._openai.close()).result()
             self._openai = None
         super().close()
 
@@ -194,7 +200,7 @@ class LLMClient(LLM):
         dropped connections are retried, waiting ``Retry-After``/``retry-after-ms`` when the server says; another
         status raises ``refused(exc, "HTTP 400 (message)")`` (default: :class:`LLMRequestError`), and a request out
         of attempts :class:`TransportError`. Every call to the server goes through here (completions, the Batch API).
-        Call it on the client's loop, after :meth:`openai_client`."""
+        Call it on the LLM loop, after :meth:`openai_client`."""
         async def guarded(number: int) -> T:
             self._check_breaker()
             async with self._limiter:  # a waiting request gives its slot back
