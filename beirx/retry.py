@@ -130,37 +130,35 @@ class Retrying:
         """``attempt(n)`` (n = 1, 2, ...) until its outcome is not :class:`Transient`; its result."""
         for number in range(1, self.policy.attempts + 1):
             try:
-                result = attempt(number)
-            except Exception as exc:  # noqa: BLE001 - classify decides; not transient: raised as it is
-                transient = classify(exc)
-                if transient is None:
-                    raise
-            else:
-                transient = classify(result)
-                if transient is None:
-                    return result
-            self.policy.sleep(self.wait(number, transient))
-        raise AssertionError("unreachable: wait() raises after the last attempt")
+                outcome, raised = attempt(number), False
+            except Exception as exc:  # noqa: BLE001 - decide() classifies it
+                outcome, raised = exc, True
+            if (wait := self.decide(number, classify, outcome, raised)) is None:
+                return outcome
+            self.policy.sleep(wait)
+        raise AssertionError("unreachable: decide() raises after the last attempt")
 
     async def acall(self, attempt: Callable[[int], Awaitable[T]], classify: Classify) -> T:
         """The asynchronous form of :meth:`call`: ``await attempt(n)``, waiting with ``asleep``."""
         for number in range(1, self.policy.attempts + 1):
             try:
-                result = await attempt(number)
-            except Exception as exc:  # noqa: BLE001 - as in call()
-                transient = classify(exc)
-                if transient is None:
-                    raise
-            else:
-                transient = classify(result)
-                if transient is None:
-                    return result
-            await self.asleep(self.wait(number, transient))
-        raise AssertionError("unreachable: wait() raises after the last attempt")
+                outcome, raised = await attempt(number), False
+            except Exception as exc:  # noqa: BLE001 - decide() classifies it
+                outcome, raised = exc, True
+            if (wait := self.decide(number, classify, outcome, raised)) is None:
+                return outcome
+            await self.asleep(wait)
+        raise AssertionError("unreachable: decide() raises after the last attempt")
 
-    def wait(self, number: int, transient: Transient) -> float:
-        """After attempt ``number`` failed with ``transient``: the seconds to wait before the next one, or the
-        ``exhausted`` error raised when it was the last."""
+    def decide(self, number: int, classify: Classify, outcome: Any, raised: bool) -> float | None:
+        """After attempt ``number`` returned (or ``raised``) ``outcome``: None to accept the result, else the
+        seconds to wait before the next attempt. A final exception is raised as it is (``classify`` may raise
+        its own instead); out of attempts, the ``exhausted`` error."""
+        transient = classify(outcome)
+        if transient is None:
+            if raised:
+                raise outcome
+            return None
         last = number >= self.policy.attempts
         if self.failed is not None:
             self.failed(transient, last)
