@@ -94,10 +94,12 @@ class Transient:
     wait: float | None = None
 
 
-def transient_status(status: int, headers: Mapping[str, str], reason: str) -> Transient | None:
-    """The HTTP answer ``status`` as a :class:`Transient` (with the server's wait read from ``headers``) when
-    it is one of :data:`RETRY_STATUSES`, else None (the transport decides what a refusal means)."""
-    if status not in RETRY_STATUSES:
+def transient_status(status: int, headers: Mapping[str, str], reason: str, retry: bool | None = None
+                     ) -> Transient | None:
+    """The HTTP answer ``status`` as a :class:`Transient`, with the server's wait read from ``headers``, when it
+    is worth retrying: one of :data:`RETRY_STATUSES`, unless the transport says otherwise with ``retry`` (a
+    service that documents another status as temporary); else None (the transport decides what a refusal means)."""
+    if not (status in RETRY_STATUSES if retry is None else retry):
         return None
     return Transient(reason, "rate_limited" if status == 429 else "server_error", retry_after(headers))
 

@@ -100,6 +100,8 @@ def test_the_server_wait_is_read_once_from_either_header():
     assert transient_status(503, {"retry-after": "2"}, "HTTP 503") == Transient("HTTP 503", "server_error", 2.0)
     assert transient_status(429, {}, "HTTP 429").kind == "rate_limited"
     assert transient_status(400, {"retry-after": "2"}, "HTTP 400") is None
+    assert transient_status(456, {"retry-after-ms": "5"}, "HTTP 456", retry=True) == \
+        Transient("HTTP 456", "server_error", 0.005)  # a status the transport knows to be temporary
 
 
 # -- the Batch API through it --------------------------------------------------------------------------------------

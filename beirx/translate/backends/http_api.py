@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from beirx.argtypes import non_negative_float, option, positive_float, positive_int
 from beirx.errors import BeirxError
-from beirx.retry import RetryPolicy, Retrying, Transient, retry_after, transient_status
+from beirx.retry import RETRY_STATUSES, RetryPolicy, Retrying, Transient, transient_status
 from beirx.retry import parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator
 from beirx.translate.placeholders import PLACEHOLDER
@@ -207,13 +207,10 @@ class HttpApiTranslator(Translator):
             return None if payload is not None else Transient(f"HTTP {resp.status_code} with a body that is not JSON")
         detail = self._redact(_error_detail(payload, resp.text))
         last = f"HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
-        transient = transient_status(resp.status_code, resp.headers, last)
-        if transient is None:
-            permanent = self._permanent_error(resp.status_code, payload)
-            if permanent:
-                raise ApiError(f"{self.api_name}: {last}: {permanent}")
-            transient = Transient(last, "server_error", retry_after(resp.headers))
-        return transient
+        permanent = None if resp.status_code in RETRY_STATUSES else self._permanent_error(resp.status_code, payload)
+        if permanent:
+            raise ApiError(f"{self.api_name}: {last}: {permanent}")
+        return transient_status(resp.status_code, resp.headers, last, retry=True)
 
     def _retried(self, attempt: int, transient: Transient, wait: float) -> None:
         log.warning("%s: %s; retry %d/%d in %.1f s", self.api_name, transient.reason, attempt,
