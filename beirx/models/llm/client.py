@@ -6,9 +6,10 @@ Why it is shaped like this:
 * **The process's one LLM event loop** (:mod:`beirx.models.llm.loop`): ``openai.AsyncOpenAI``, the
   concurrency limit and the breaker of a client live on it, so every caller of the client shares one budget of
   ``Endpoint.concurrency`` requests in flight; closing the client closes its connections, not the loop.
-* **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
-  meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
-  ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
+* **Retries are beirx's, not the SDK's** (``max_retries=0``): the one retry decision of every transport
+  (:class:`beirx.retry.Retrying`) with this client's classification of an exception; each repeated attempt is
+  counted in the usage meter, a 429 is told apart from a dead server (the breaker), and the wait is the
+  server's ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
   (:class:`beirx.retry.RetryPolicy`). A waiting request gives its concurrency slot back.
 * **Timeouts that bound time.** Every answer is streamed (``"stream": true``): an attempt fails when
   ``timeout`` seconds pass without progress (before the answer starts, or between two streamed events; a
