@@ -285,7 +285,7 @@ def test_every_client_runs_on_the_process_one_loop(server):
     a closed client opens new connections at its next request."""
     import threading
 
-    from beirx.models.llm.loop import THREAD_NAME, shared_loop
+    from beirx.models.llm.loop import THREAD_NAME, shared_loop, stop
 
     first, second = client(server), client(server)
     assert first.call_many([chat("Cats hunt mice.")])[0].text == second.call_many([chat("Cats hunt mice.")])[0].text
@@ -302,3 +302,8 @@ def test_every_client_runs_on_the_process_one_loop(server):
     assert [t for t in threading.enumerate() if t.name == THREAD_NAME] == threads and shared_loop().is_running()
     first.close()
     second.close()
+    stop()  # what exit does: the thread ends; a later request starts the loop again
+    assert not threads[0].is_alive()
+    assert first.call_many([chat("Cats hunt mice.")])[0].text
+    assert len([t for t in threading.enumerate() if t.name == THREAD_NAME]) == 1
+    first.close()
