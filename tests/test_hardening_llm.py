@@ -343,12 +343,24 @@ def test_a_batch_request_without_an_answer_is_left_pending_never_written(source,
 
 
 # -- 7. translators are closed -------------------------------------------------------------------------------------
-def test_the_cli_closes_the_llm_client(source, tmp_path, server):
+def llm_loop_threads() -> int:
+    from beirx.models.llm.loop import THREAD_NAME
+
+    return len([t for t in threading.enumerate() if t.name == THREAD_NAME])
+
+
+def test_the_cli_closes_the_llm_client(source, tmp_path, server, monkeypatch):
+    """Every client the command opened is closed (its connections), on success and on failure; the process
+    runs one LLM loop thread, however many clients it made."""
+    clients = []
+    start = LLMClient._start
+    monkeypatch.setattr(LLMClient, "_start", lambda self: (clients.append(self), start(self))[1])
     assert translate(source, server, tmp_path / "out") == 0
-    assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+    assert clients and all(c.closed for c in clients)
     server.faults = lambda call: "500"
     assert translate(source, server, tmp_path / "again", options=("backoff=0.01", "attempts=1")) == 2
-    assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+    assert all(c.closed for c in clients) and len({id(c) for c in clients}) >= 2
+    assert llm_loop_threads() == 1
 
 
 # -- 8. a listwise window the server refuses ------------------------------------------------------------------------
@@ -389,10 +401,10 @@ def test_a_round_trip_closes_its_back_translator(server):
     from beirx.translate.quality.roundtrip import RoundTrip
 
     method = RoundTrip(OpenAITranslator("es", "en", "fake-llm", base_url=server.url), 10)
-    assert method.translator.translate_batch(["⟪query⟫ los gatos"])  # its client's loop thread is running
-    assert [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+    assert method.translator.translate_batch(["⟪query⟫ los gatos"])  # its client's connections are open
+    assert not method.translator.llm.closed and llm_loop_threads() == 1
     method.close()
-    assert not [t for t in threading.enumerate() if t.name == "beirx-llm-client"]
+    assert method.translator.llm.closed and llm_loop_threads() == 1  # the process's loop is shared, not closed
 
 
 # -- advice that fits where the numbers came from ---------------------------------------------------------------

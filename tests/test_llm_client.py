@@ -278,3 +278,32 @@ def test_tiny_causal_lm_folder_has_a_chat_template_and_generates(tiny_causal_lm)
     batch = tokenizer([text, text + "x"], return_tensors="pt", padding=True, add_special_tokens=False)
     out = model.generate(**batch, max_new_tokens=4, do_sample=False)
     assert out.shape == (2, batch["input_ids"].shape[1] + 4)
+
+
+def test_every_client_runs_on_the_process_one_loop(server):
+    """Two clients, one loop thread: closing one closes its connections only; the other keeps answering, and
+    a closed client opens new connections at its next request."""
+    import threading
+
+    from beirx.models.llm.loop import THREAD_NAME, shared_loop, stop
+
+    first, second = client(server), client(server)
+    assert first.call_many([chat("Cats hunt mice.")])[0].text == second.call_many([chat("Cats hunt mice.")])[0].text
+    threads = [t for t in threading.enumerate() if t.name == THREAD_NAME]
+    assert len(threads) == 1
+    async def running_loop():
+        return asyncio.get_running_loop()
+
+    assert first.schedule(running_loop()).result() is second.schedule(running_loop()).result() is shared_loop()
+    first.close()
+    assert first.closed and not second.closed
+    assert second.call_many([chat("Dogs are loyal.")])[0].text
+    assert first.call_many([chat("Dogs are loyal.")])[0].text and not first.closed
+    assert [t for t in threading.enumerate() if t.name == THREAD_NAME] == threads and shared_loop().is_running()
+    first.close()
+    second.close()
+    stop()  # what exit does: the thread ends; a later request starts the loop again
+    assert not threads[0].is_alive()
+    assert first.call_many([chat("Cats hunt mice.")])[0].text
+    assert len([t for t in threading.enumerate() if t.name == THREAD_NAME]) == 1
+    first.close()

@@ -151,7 +151,7 @@ class ScriptedLLM(LLM):
     backend, model, location = "scripted", "scripted", "memory"
 
     def __init__(self, answer, meter: UsageMeter | None = None):
-        super().__init__(meter, "scripted-llm")
+        super().__init__(meter)
         self.answer = answer
 
     def describe(self):

@@ -27,7 +27,7 @@ from beirx.errors import BeirxError
 from beirx.network import reason, unreachable
 from beirx.progress import progress as progress_bar
 from beirx.redact import redact_url
-from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
+from beirx.retry import Retrying, RetryPolicy, Transient, transient_status
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,11 @@ class _Interrupted(Exception):
     def __init__(self, message: str, wait: float | None = None):
         super().__init__(message)
         self.wait = wait
+
+
+def _classify(outcome) -> Transient | None:
+    """An interrupted transfer is transient (the next attempt resumes it); anything else is final."""
+    return Transient(str(outcome), "interrupted", outcome.wait) if isinstance(outcome, _Interrupted) else None
 
 
 def file_digests(path: Path) -> dict[str, str]:
@@ -87,9 +92,10 @@ def download_file(url: str, dest: Path | str, *, md5: str | None = None, sha256:
                   progress: bool | None = None) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.part``), verify the checksums given, return ``dest``.
 
-    Connection errors, early closes and 408/429/5xx answers are retried by ``retry`` (beirx's one retry
-    policy: 5 attempts in all by default, jittered exponential backoff from 2 s, the server's ``Retry-After``
-    when it sends one); each retry resumes where the last one stopped.
+    Connection errors, early closes and 408/429/5xx answers are retried through beirx's one retry decision
+    (:class:`beirx.retry.Retrying`) with ``retry`` (5 attempts in all by default, jittered exponential backoff
+    from 2 s, the server's ``Retry-After``/``retry-after-ms`` when it sends one); each retry resumes where the
+    last one stopped.
     """
     retry = retry or RetryPolicy(attempts=5, base_delay=2.0)
     dest = Path(dest)
@@ -101,19 +107,19 @@ def download_file(url: str, dest: Path | str, *, md5: str | None = None, sha256:
     if urlparse(url).scheme == "file":
         _copy_local(url, part)
     else:
-        for attempt in range(1, retry.attempts + 1):
-            try:
-                _fetch(url, part, timeout, show)
-                break
-            except _Interrupted as exc:
-                have = part.stat().st_size if part.exists() else 0
-                if attempt == retry.attempts:
-                    raise BeirxError(f"download of {redact_url(url)} failed after {retry.attempts} attempts ({exc}); "
-                                     f"{have:,} bytes are kept in {part} and the next run resumes from there") from None
-                delay = retry.delay(attempt - 1, exc.wait)
-                log.warning("download of %s interrupted (%s); attempt %d/%d in %.1f s, resuming at byte %d",
-                            redact_url(url), exc, attempt + 1, retry.attempts, delay, have)
-                retry.sleep(delay)
+        def kept() -> int:
+            return part.stat().st_size if part.exists() else 0
+
+        def retried(attempt: int, transient: Transient, delay: float) -> None:
+            log.warning("download of %s interrupted (%s); attempt %d/%d in %.1f s, resuming at byte %d",
+                        redact_url(url), transient.reason, attempt + 1, retry.attempts, delay, kept())
+
+        def exhausted(transient: Transient, attempts: int) -> BeirxError:
+            return BeirxError(f"download of {redact_url(url)} failed after {attempts} attempts ({transient.reason}); "
+                              f"{kept():,} bytes are kept in {part} and the next run resumes from there")
+
+        Retrying(retry, retried=retried, exhausted=exhausted).call(lambda _: _fetch(url, part, timeout, show),
+                                                                   _classify)
     _verify(part, url, md5, sha256)
     os.replace(part, dest)
     log.info("downloaded %s -> %s", url, dest)
@@ -165,8 +171,9 @@ def _write_mode(resp: requests.Response, url: str, part: Path, offset: int) -> s
             return None  # the part file already holds the whole file
         part.unlink()
         raise _Interrupted(f"server refused to resume at byte {offset:,}; restarting")
-    if status in RETRY_STATUSES:
-        raise _Interrupted(f"HTTP {status} {resp.reason}", retry_after(resp.headers))
+    transient = transient_status(status, resp.headers, f"HTTP {status} {resp.reason}")
+    if transient is not None:
+        raise _Interrupted(transient.reason, transient.wait)
     if status >= 400:
         raise BeirxError(f"cannot download {redact_url(url)}: HTTP {status} {resp.reason}")
     if status == 206:

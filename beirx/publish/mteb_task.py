@@ -117,9 +117,14 @@ def _license(value: str | None) -> str:
 
 
 def _builtin_task(name: str):
-    """The class MTEB itself registers under ``name`` (not one beirx added), else None."""
-    cls = importlib.import_module("mteb.get_tasks")._TASKS_REGISTRY.get(name)
-    return None if cls is None or getattr(cls, _REGISTERED_MARK, False) else cls
+    """The class MTEB itself registers under ``name`` (not one beirx added), else None: looked up with mteb's
+    public ``mteb.get_task`` (a ``KeyError`` for an unknown name; the instance is cheap, no data is loaded)."""
+    mteb = require_mteb()
+    try:
+        cls = type(mteb.get_task(name))
+    except KeyError:
+        return None
+    return None if getattr(cls, _REGISTERED_MARK, False) else cls
 
 
 def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]:
@@ -238,9 +243,11 @@ def build_task_class(spec: TaskSpec):
 def register_task(cls) -> None:
     """Make ``mteb.get_task(cls.metadata.name)`` (and ``mteb.get_tasks``) return ``cls`` in this process.
 
-    mteb 2.x has no public registration call: its registry is the module-level ``_TASKS_REGISTRY`` dict
-    and ``TASK_LIST`` tuple of ``mteb.get_tasks``, read at call time. Re-registering a beirx task replaces
-    it; a built-in task is never replaced.
+    mteb 2.x has no public registration call (its tasks are found by importing ``mteb.tasks`` once), while
+    ``mteb.get_task`` and ``TaskResult`` (``.task``, score validation) look a task up by name in the
+    module-level ``_TASKS_REGISTRY`` dict of ``mteb.get_tasks``, read at call time. So this one write to it
+    is the only use of an mteb private name; ``TASK_LIST`` (public) is kept in step for ``mteb.get_tasks``.
+    Re-registering a beirx task replaces it; a built-in task is never replaced.
     """
     registry = importlib.import_module("mteb.get_tasks")  # the module (``mteb.get_tasks`` is also a function)
     name = cls.metadata.name

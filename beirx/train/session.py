@@ -332,13 +332,25 @@ def keep_best(trainer, opts: TrainOptions, base_scores: dict[str, float], last_s
     points = selection.curve(base_scores, trainer.state.log_history)
     kept = selection.best(points)
     if kept["step"] == 0:
-        trainer._load_from_checkpoint(str(checkpoints.base_dir(opts.output)))
+        load_weights(trainer.model, checkpoints.base_dir(opts.output))
     elif kept["step"] != last_step:
-        trainer._load_from_checkpoint(str(checkpoints.step_dir(opts.output, kept["step"])))
+        load_weights(trainer.model, checkpoints.step_dir(opts.output, kept["step"]))
     line = selection.verdict(points, kept)
     log.log(logging.WARNING if kept["step"] == 0 else logging.INFO, line)
     return {"metric": "nDCG@10 on the dev slice", "curve": points, "kept": kept["model"], "kept_step": kept["step"],
             "verdict": line}
+
+
+def load_weights(model, folder: Path) -> None:
+    """Copy the weights saved in ``folder`` (a checkpoint or the saved base of the same model) into ``model``.
+
+    The saved folder is loaded with the model's own class (``SentenceTransformer`` or ``CrossEncoder``: their
+    public constructors) on the CPU, and its state dict copied into ``model``'s parameters in place, so the
+    trainer, its device and dtype stay as they are: what sentence-transformers' trainers do when they load the
+    best model at the end of training.
+    """
+    loaded = type(model)(str(folder), device="cpu", trust_remote_code=getattr(model, "trust_remote_code", False))
+    model.load_state_dict(loaded.state_dict())
 
 
 def finish(trainer, kind: str, opts: TrainOptions, data: TrainingData, base: ModelFiles, run: dict[str, Any],

@@ -90,6 +90,6 @@ class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
                     scores[i] = yes - float(np.logaddexp(yes, label["no"])) if "no" in label else yes
                 progress(len(batch))
         finally:
-            self.llm.close()  # no loop thread or connection outlives the call (the next one starts them again)
+            self.llm.close()  # no connection outlives the call (the next one opens them again)
         return scores
 

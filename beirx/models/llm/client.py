@@ -3,12 +3,13 @@ circuit breaker and usage metering around the official ``openai`` async client.
 
 Why it is shaped like this:
 
-* **One event loop of its own** (:class:`~beirx.models.llm.protocol.LLM`): ``openai.AsyncOpenAI``, the
-  concurrency limit and the breaker live on it, so every caller shares one budget of
-  ``Endpoint.concurrency`` requests in flight.
-* **Retries are ours, not the SDK's** (``max_retries=0``): each repeated attempt is counted in the usage
-  meter, a 429 is told apart from a dead server (the breaker), and the wait is the server's
-  ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
+* **The process's one LLM event loop** (:mod:`beirx.models.llm.loop`): ``openai.AsyncOpenAI``, the
+  concurrency limit and the breaker of a client live on it, so every caller of the client shares one budget of
+  ``Endpoint.concurrency`` requests in flight; closing the client closes its connections, not the loop.
+* **Retries are beirx's, not the SDK's** (``max_retries=0``): the one retry decision of every transport
+  (:class:`beirx.retry.Retrying`) with this client's classification of an exception; each repeated attempt is
+  counted in the usage meter, a 429 is told apart from a dead server (the breaker), and the wait is the
+  server's ``Retry-After`` (or OpenAI's ``retry-after-ms``) when sent, else exponential backoff with jitter
   (:class:`beirx.retry.RetryPolicy`). A waiting request gives its concurrency slot back.
 * **Timeouts that bound time.** Every answer is streamed (``"stream": true``): an attempt fails when
   ``timeout`` seconds pass without progress (before the answer starts, or between two streamed events; a
@@ -42,10 +43,11 @@ from beirx.errors import BeirxError, require
 from beirx.models.llm.breaker import CircuitBreaker
 from beirx.models.llm.calls import PATHS, BadAnswer, Reply, Request, StreamedReply
 from beirx.models.llm.endpoint import Endpoint
+from beirx.models.llm.loop import submit
 from beirx.models.llm.protocol import LLM
 from beirx.models.llm.usage import Usage, UsageMeter
 from beirx.redact import redact_text, redact_url, remember_secret
-from beirx.retry import RETRY_STATUSES, RetryPolicy, retry_after
+from beirx.retry import Retrying, RetryPolicy, Transient, transient_status
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ class LLMClient(LLM):
 
     def __init__(self, endpoint: Endpoint, *, meter: UsageMeter | None = None,
                  sleep: Callable[[float], Awaitable[Any]] | None = None):
-        super().__init__(meter, "beirx-llm-client")
+        super().__init__(meter)
         self.endpoint = endpoint  # the circuit breaker and the retry policy follow it at the first request
         self._sleep = sleep or asyncio.sleep
         self._key = ""
@@ -147,7 +149,7 @@ class LLMClient(LLM):
 
     def openai_client(self):
         """The underlying ``openai.AsyncOpenAI`` (for APIs beyond completions, e.g. :mod:`.batch_api`); use
-        it on the client's loop (:meth:`schedule`)."""
+        it on the LLM loop (:meth:`schedule`)."""
         self._start()
         return self._openai
 
@@ -165,12 +167,19 @@ class LLMClient(LLM):
                 self._limiter = asyncio.Semaphore(self.endpoint.concurrency)
                 self.breaker = CircuitBreaker(self.endpoint.breaker_failures, self.endpoint.breaker_seconds)
                 self.policy = RetryPolicy(attempts=self.endpoint.attempts, base_delay=self.endpoint.backoff)
+                self._retrying = Retrying(self.policy, retried=self._retried, failed=self._failed,
+                                          exhausted=self._exhausted, asleep=self._sleep)
+
+    @property
+    def closed(self) -> bool:
+        """True when the client holds no connection pool (before its first request, after :meth:`close`)."""
+        return self._openai is None
 
     def close(self) -> None:
-        """Close the connections (opened only once the loop started) and stop the client's loop (idempotent)."""
+        """Close the connections, on the loop they were opened on (idempotent; a later request opens new ones)."""
         with self._start_lock:
-            if self._openai is not None and self._loop is not None:
-                asyncio.run_coroutine_threadsafe(self._openai.close(), self._loop).result()
+            if self._openai is not None:
+                submit(self._openai.close()).result()
             self._openai = None
         super().close()
 
@@ -186,50 +195,57 @@ class LLMClient(LLM):
 
     async def retrying(self, attempt: Callable[[int], Awaitable[T]],
                        refused: Callable[[Any, str], LLMError] | None = None) -> T:
-        """``await attempt(n)`` (n = 1, 2, ...) until it succeeds, within the concurrency limit and the breaker:
-        429, 5xx (:data:`~beirx.retry.RETRY_STATUSES`), timeouts and dropped connections are retried by the
-        :class:`~beirx.retry.RetryPolicy`, waiting ``Retry-After``/``retry-after-ms`` when the server says; another
+        """``await attempt(n)`` (n = 1, 2, ...) until it succeeds, within the concurrency limit and the breaker,
+        through the one retry decision (:class:`~beirx.retry.Retrying`): this client supplies only how to
+        classify an exception (:meth:`_classify`). 429, 5xx (:data:`~beirx.retry.RETRY_STATUSES`), timeouts and
+        dropped connections are retried, waiting ``Retry-After``/``retry-after-ms`` when the server says; another
         status raises ``refused(exc, "HTTP 400 (message)")`` (default: :class:`LLMRequestError`), and a request out
         of attempts :class:`TransportError`. Every call to the server goes through here (completions, the Batch API).
-        Call it on the client's loop, after :meth:`openai_client`."""
-        openai, httpx = self._openai_module, self._httpx
-        last = ""
-        for number in range(self.policy.attempts):
+        Call it on the LLM loop, after :meth:`openai_client`."""
+        async def guarded(number: int) -> T:
             self._check_breaker()
-            wait_hint = None
-            try:
-                async with self._limiter:
-                    self._check_breaker()
-                    result = await attempt(number + 1)
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                last = f"HTTP {status}" + (f" ({self.scrub(server_message(exc))})" if server_message(exc) else "")
-                if status not in RETRY_STATUSES:
-                    error = partial(refused, exc, last) if refused else partial(LLMRequestError, f"{self.where()}: "
-                                                                                                 f"{last}", status)
-                    self._fatal = self._fatal or (error if status in (401, 403) else None)
-                    raise error() from None
-                kind = "rate_limited" if status == 429 else "server_error"
-                wait_hint = retry_after(exc.response.headers)
-            except (openai.APITimeoutError, TimeoutError, httpx.TimeoutException):
-                kind, last = "timeout", f"no progress within {self.endpoint.timeout:g} s or no answer within " \
-                                        f"{self.endpoint.total_seconds:g} s"
-            except (openai.APIConnectionError, httpx.TransportError, _Dropped) as exc:
-                kind, last = "connection", f"connection failed ({self.scrub(str(exc.__cause__ or exc))})"
-            else:
-                self.breaker.success()
-                return result
-            if kind != "rate_limited" and self.breaker.failure(last, gave_up=number + 1 == self.policy.attempts):
+            async with self._limiter:  # a waiting request gives its slot back
                 self._check_breaker()
-            if number + 1 == self.policy.attempts:
-                break
-            self.meter.retried(kind)
-            wait = self.policy.delay(number, wait_hint)
-            (log.info if kind == "rate_limited" else log.warning)(
-                "%s: %s; retry %d/%d in %.2f s", self.where(), last, number + 1, self.policy.attempts - 1, wait)
-            await self._sleep(wait)
-        tries = self.policy.attempts
-        raise TransportError(f"{self.where()}: request failed after {tries} attempt{'s' * (tries > 1)} (last: {last})")
+                result = await attempt(number)
+            self.breaker.success()
+            return result
+
+        return await self._retrying.acall(guarded, partial(self._classify, refused))
+
+    def _classify(self, refused: Callable[[Any, str], LLMError] | None, outcome: Any) -> Transient | None:
+        """An attempt's exception as :class:`~beirx.retry.Transient`, or the final error raised (a refused
+        request; a 401/403 also stops every later request); anything else (a reply, our own errors) is final."""
+        openai, httpx = self._openai_module, self._httpx
+        if isinstance(outcome, openai.APIStatusError):
+            status = outcome.status_code
+            last = f"HTTP {status}" + (f" ({self.scrub(server_message(outcome))})" if server_message(outcome) else "")
+            transient = transient_status(status, outcome.response.headers, last)
+            if transient is None:
+                error = partial(refused, outcome, last) if refused else partial(LLMRequestError, f"{self.where()}: "
+                                                                                                 f"{last}", status)
+                self._fatal = self._fatal or (error if status in (401, 403) else None)
+                raise error() from None
+            return transient
+        if isinstance(outcome, (openai.APITimeoutError, TimeoutError, httpx.TimeoutException)):
+            return Transient(f"no progress within {self.endpoint.timeout:g} s or no answer within "
+                             f"{self.endpoint.total_seconds:g} s", "timeout")
+        if isinstance(outcome, (openai.APIConnectionError, httpx.TransportError, _Dropped)):
+            return Transient(f"connection failed ({self.scrub(str(outcome.__cause__ or outcome))})", "connection")
+        return None
+
+    def _failed(self, transient: Transient, last: bool) -> None:
+        """A failed attempt counts towards the breaker (a 429 does not: the server is alive)."""
+        if transient.kind != "rate_limited" and self.breaker.failure(transient.reason, gave_up=last):
+            self._check_breaker()
+
+    def _retried(self, number: int, transient: Transient, wait: float) -> None:
+        self.meter.retried(transient.kind)
+        (log.info if transient.kind == "rate_limited" else log.warning)(
+            "%s: %s; retry %d/%d in %.2f s", self.where(), transient.reason, number, self.policy.attempts - 1, wait)
+
+    def _exhausted(self, transient: Transient, tries: int) -> TransportError:
+        return TransportError(f"{self.where()}: request failed after {tries} attempt{'s' * (tries > 1)} "
+                              f"(last: {transient.reason})")
 
     async def _send(self, request: Request, attempt: int) -> Reply:
         """One attempt, streamed (see the module docstring). The client's documented verb for a JSON body
@@ -306,12 +322,17 @@ def _json(raw: bytes) -> Any:
 
 
 def _http_library():
-    """The HTTP library the ``openai`` package is built on (``httpx``, or its fork ``httpx2``)."""
+    """The HTTP library the ``openai`` package is built on (``httpx``, or its fork ``httpx2``): the one whose
+    ``AsyncClient`` openai's public ``DefaultAsyncHttpxClient`` extends."""
     import importlib
 
-    from openai import _base_client
+    import openai
 
     for name in ("httpx2", "httpx"):
-        if hasattr(_base_client, name):
-            return importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        if issubclass(openai.DefaultAsyncHttpxClient, module.AsyncClient):
+            return module
     return importlib.import_module("httpx")

@@ -1,6 +1,6 @@
 """The in-process :class:`~beirx.models.llm.protocol.LLM`: a causal LM through transformers, batched.
 
-Callers ask concurrently, as they would a server (:meth:`LocalLLM.acall` from the LLM's own event loop, or
+Callers ask concurrently, as they would a server (:meth:`LocalLLM.acall` from the process's LLM loop, or
 :meth:`LocalLLM.call_many`); the requests waiting at any moment are generated together in one padded batch of
 up to ``batch_size`` by :func:`beirx.models.causal_lm.generate` (left padding; greedy at temperature 0, else
 sampled with the request's seed), in a worker thread so the loop keeps collecting requests. ``finish_reason``
@@ -36,7 +36,7 @@ class LocalLLM(LLM):
         from beirx.models.checks import check_if_local
         from beirx.models.device import choose_device
 
-        super().__init__(meter, "beirx-local-llm")
+        super().__init__(meter)
         self.model, self.revision = model, revision
         self._flag, self._needed_by = flag, needed_by
         check_if_local(model, "causal-lm", flag, needed_by)  # a wrong folder fails now, not at the first request

@@ -2,11 +2,11 @@
 :class:`~beirx.models.llm.local.LocalLLM` (:mod:`beirx.models.llm` says when each): same requests, same replies,
 same usage meter, so a stage runs on either with the same code.
 
-Both run their requests on an event loop of their own, in a daemon thread started at the first request:
-stage code that is not async calls :meth:`LLM.call_many`, async code awaits :meth:`LLM.acall` from any loop,
-and code that drives many requests :meth:`LLM.schedule`\\ s a coroutine on the LLM's loop (its ``await acall``
-then costs no thread hop). Every request reserves its worst case against the meter's spending cap before it is
-sent and is settled with the usage of its answer.
+Both run their requests on the process's one LLM event loop (:mod:`beirx.models.llm.loop`: a daemon thread
+started at the first request, stopped at exit): stage code that is not async calls :meth:`LLM.call_many`, async
+code awaits :meth:`LLM.acall` from any loop, and code that drives many requests :meth:`LLM.schedule`\\ s a
+coroutine on that loop (its ``await acall`` then costs no thread hop). Every request reserves its worst case
+against the meter's spending cap before it is sent and is settled with the usage of its answer.
 
 The meter is chosen per call: a stage with its own budget (a judged field, a reranking call) passes its
 :class:`~beirx.models.llm.usage.UsageMeter` to :meth:`LLM.acall`, :meth:`LLM.call_many` or
@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from beirx.models.llm.calls import Reply, Request
+from beirx.models.llm.loop import shared_loop, submit
 from beirx.models.llm.tokens import CHARS_PER_TOKEN
 from beirx.models.llm.usage import UsageMeter
 
@@ -36,19 +36,15 @@ _CALL_METER: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar(
 class LLM:
     """``backend``: "openai" (a server) or "transformers" (in process); ``location``: where answers come from,
     for cache keys (the server's address, or the local model's revision); ``meter``: the usage and spending cap
-    of calls that pass none. An implementation answers one request in :meth:`_answer` (on the LLM's loop) and says
+    of calls that pass none. An implementation answers one request in :meth:`_answer` (on the LLM loop) and says
     what it is."""
 
     backend: str
     model: str
     location: str
 
-    def __init__(self, meter: UsageMeter | None, thread_name: str):
+    def __init__(self, meter: UsageMeter | None):
         self._meter = meter if meter is not None else UsageMeter()
-        self._thread_name = thread_name
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._loop_lock = threading.Lock()
 
     @property
     def meter(self) -> UsageMeter:
@@ -83,14 +79,9 @@ class LLM:
 
     # -- entry points ------------------------------------------------------------------------------------
     def schedule(self, coroutine: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
-        """Run ``coroutine`` on the LLM's loop, from any thread; the future holds its result."""
+        """Run ``coroutine`` on the LLM loop, from any thread but the loop's; the future holds its result."""
         self._start()
-        with self._loop_lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, name=self._thread_name, daemon=True)
-                self._thread.start()
-            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        return submit(coroutine)
 
     def call_many(self, requests: Iterable[Request], return_exceptions: bool = False,
                   meter: UsageMeter | None = None) -> list[Reply | BaseException]:
@@ -109,7 +100,7 @@ class LLM:
     async def acall(self, request: Request, meter: UsageMeter | None = None) -> Reply:
         """Await ``request`` from any event loop; its worst case reserved against ``meter`` (else the LLM's
         own), which is then settled with the answer's usage."""
-        if asyncio.get_running_loop() is not self._loop:
+        if asyncio.get_running_loop() is not shared_loop():
             return await asyncio.wrap_future(self.schedule(self.acall(request, meter)))
         meter = meter if meter is not None else self._meter
         reserved = meter.reserve(request.worst_case())
@@ -124,14 +115,8 @@ class LLM:
             meter.settle(reserved, usage)
 
     def close(self) -> None:
-        """Stop the LLM's loop and join its thread (idempotent; a later request starts them again)."""
-        with self._loop_lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            loop.close()
+        """Release what the LLM holds (connections; idempotent; a later request opens them again). The loop is
+        the process's and keeps running."""
 
     def __enter__(self):
         return self

@@ -7,8 +7,10 @@ Why it is shaped like this:
   size (Google: 128 segments, ~30k code points; DeepL: 50 texts, 128 KiB body). :func:`pack_requests`
   cuts a batch into consecutive runs that respect both, so order is preserved by construction.
 * **Retries.** 429, 5xx, timeouts and dropped connections are transient on these services; they are
-  retried by :class:`beirx.retry.RetryPolicy` (exponential backoff with jitter, ``Retry-After`` honoured),
-  whose ``sleep`` and ``rng`` are injectable so tests run in milliseconds.
+  retried through beirx's one retry decision (:class:`beirx.retry.Retrying`; this module only classifies an
+  answer) with :class:`beirx.retry.RetryPolicy` (exponential backoff with jitter, the server's
+  ``Retry-After``/``retry-after-ms`` honoured), whose ``sleep`` and ``rng`` are injectable so tests run in
+  milliseconds.
 * **Failing cleanly.** When retries are exhausted, or the error is permanent (bad key, quota used up,
   bad request), :class:`ApiError` (a ``BeirxError``) stops the run. The pipeline commits every finished
   batch to its translation memory first, so nothing already paid for is lost and a rerun resumes.
@@ -33,7 +35,8 @@ from typing import Any, ClassVar
 
 from beirx.argtypes import non_negative_float, option, positive_float, positive_int
 from beirx.errors import BeirxError
-from beirx.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after  # noqa: F401 (re-exported)
+from beirx.retry import RETRY_STATUSES, RetryPolicy, Retrying, Transient, transient_status
+from beirx.retry import parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator
 from beirx.translate.placeholders import PLACEHOLDER
 
@@ -175,42 +178,47 @@ class HttpApiTranslator(Translator):
         return self._session
 
     def _send(self, texts: list[str], markup: bool) -> list[str]:
-        """POST one request, retrying transient failures per :attr:`retry`; raise :class:`ApiError` when done."""
-        import requests
-
+        """POST one request through the one retry decision (:class:`beirx.retry.Retrying`, per :attr:`retry`);
+        raise :class:`ApiError` when done."""
         self._credential()
         url, headers, body = self._request(texts, markup)
-        last = ""
-        for attempt in range(self.retry.attempts):
-            retry_after = None
+
+        def post(_attempt: int):
+            resp = self._http().post(url, data=body, headers=headers, timeout=self.timeout)
             try:
-                resp = self._http().post(url, data=body, headers=headers, timeout=self.timeout)
-            except (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                last = f"{type(exc).__name__}: {self._redact(str(exc))}"
-            else:
-                try:
-                    payload = resp.json()
-                except ValueError:
-                    payload = None
-                if 200 <= resp.status_code < 300 and payload is not None:
-                    return self._parse(payload)
-                if 200 <= resp.status_code < 300:
-                    last = f"HTTP {resp.status_code} with a body that is not JSON"
-                else:
-                    detail = self._redact(_error_detail(payload, resp.text))
-                    last = f"HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
-                    permanent = (None if resp.status_code in RETRY_STATUSES
-                                 else self._permanent_error(resp.status_code, payload))
-                    if permanent:
-                        raise ApiError(f"{self.api_name}: {last}: {permanent}")
-                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-            if attempt + 1 < self.retry.attempts:
-                wait = self.retry.delay(attempt, retry_after)
-                log.warning("%s: %s; retry %d/%d in %.1f s", self.api_name, last, attempt + 1,
-                            self.retry.attempts - 1, wait)
-                self.retry.sleep(wait)
-        raise ApiError(f"{self.api_name}: request failed after {self.retry.attempts} attempts (last: {last}). "
-                       "Batches finished before this one are kept; rerun the same command to resume.")
+                return resp, resp.json()
+            except ValueError:
+                return resp, None
+
+        retrying = Retrying(self.retry, retried=self._retried, exhausted=self._exhausted)
+        return self._parse(retrying.call(post, self._classify)[1])
+
+    def _classify(self, outcome: Any) -> Transient | None:
+        """What an attempt got: a 2xx with JSON is final; timeouts, dropped connections, a 2xx that is not JSON
+        and statuses the service does not call permanent (:meth:`_permanent_error`) are transient."""
+        import requests
+
+        if isinstance(outcome, (requests.Timeout, requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+            return Transient(f"{type(outcome).__name__}: {self._redact(str(outcome))}", "connection")
+        if isinstance(outcome, BaseException):
+            return None
+        resp, payload = outcome
+        if 200 <= resp.status_code < 300:
+            return None if payload is not None else Transient(f"HTTP {resp.status_code} with a body that is not JSON")
+        detail = self._redact(_error_detail(payload, resp.text))
+        last = f"HTTP {resp.status_code}" + (f" ({detail})" if detail else "")
+        permanent = None if resp.status_code in RETRY_STATUSES else self._permanent_error(resp.status_code, payload)
+        if permanent:
+            raise ApiError(f"{self.api_name}: {last}: {permanent}")
+        return transient_status(resp.status_code, resp.headers, last, retry=True)
+
+    def _retried(self, attempt: int, transient: Transient, wait: float) -> None:
+        log.warning("%s: %s; retry %d/%d in %.1f s", self.api_name, transient.reason, attempt,
+                    self.retry.attempts - 1, wait)
+
+    def _exhausted(self, transient: Transient, attempts: int) -> ApiError:
+        return ApiError(f"{self.api_name}: request failed after {attempts} attempts (last: {transient.reason}). "
+                        "Batches finished before this one are kept; rerun the same command to resume.")
 
     # -- cost --------------------------------------------------------------------------------------
     @classmethod
