@@ -152,9 +152,11 @@ class ConnectionSettings:
     def read(cls, values: Mapping[str, Any], where: str = "", role: Role | None = None) -> ConnectionSettings:
         """Settings from ``values`` by option name (a role's own parameter names too), each read by its option
         (a bad value is refused naming it after ``where``); None or an empty text is the default."""
-        renamed = {role.option_name(o.name): o.name for o in CONNECTION_OPTIONS} if role else {}
-        given = {renamed.get(key, key): value for key, value in values.items() if value not in (None, "")}
-        return cls(**read_options(CONNECTION_OPTIONS, given, where))
+        names = {role.option_name(o.name): o.name for o in CONNECTION_OPTIONS} if role else {}
+        options = [replace(o, name=role.option_name(o.name)) for o in CONNECTION_OPTIONS] if role else \
+            CONNECTION_OPTIONS
+        read = read_options(options, {k: v for k, v in values.items() if v not in (None, "")}, where)
+        return cls(**{names.get(key, key): value for key, value in read.items()})
 
     @property
     def transport(self) -> dict[str, Any]:
