@@ -174,3 +174,11 @@ def test_retries_and_the_breaker_given_as_flags_reach_each_roles_client(role_nam
     error = _one_request(built(attempts="5", breaker_failures="2", breaker_seconds="0"))
     assert isinstance(error, EndpointDown)
     assert len(failing_server.calls) == 2  # the breaker opened after two failures: no third try
+
+
+def test_judge_sample_all_reaches_the_judge_as_every_row():
+    """A generated flag's None means "not given": ``--judge-sample all`` must still mean every row."""
+    values = given(_parse(QUALITY + ["--judge-sample", "all", "--judge-base-url", "http://h/v1"]), LLMJudge.OPTIONS)
+    assert values["sample"] == "all" and LLMJudge.configured(values).sample is None
+    values = given(_parse(QUALITY + ["--judge-base-url", "http://h/v1"]), LLMJudge.OPTIONS)
+    assert LLMJudge.configured(values).sample == 200
