@@ -2,7 +2,7 @@
 
     beirx quality TRANSLATED --source SRC --lang L [--src en] [--encoder M] [--sample N]
                   [--roundtrip-translator NAME [--roundtrip-sample N|all]] [--comet PATH]
-                  [--judge openai --judge-model M] [--output DIR]
+                  [--judge-model M [--judge-base-url URL]] [--output DIR]
 
 TRANSLATED and SRC are BEIR folders or catalogue names (``beirx quality scifact --lang pl`` compares the
 cached ``scifact-pl`` with ``scifact``). The report goes to ``<translated folder>/quality/`` by default.

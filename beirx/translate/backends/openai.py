@@ -2,7 +2,7 @@
 
 vLLM (``vllm serve MODEL``), llama.cpp (``llama-server -m F.gguf`` or ``python -m llama_cpp.server``),
 Ollama (``http://localhost:11434/v1``), TGI and hosted APIs all speak the chat-completions API; base models
-are served plain completions (``--api completions``). The server is ``--base-url`` or ``OPENAI_BASE_URL``;
+are served plain completions (``--api completions``). The server is ``--llm-base-url`` or ``OPENAI_BASE_URL``;
 the key only ``OPENAI_API_KEY`` (a local server needs none). Transport (concurrency, retries honouring
 ``Retry-After``, timeouts, circuit breaker, usage and ``--max-cost``) is the shared client's
 (:mod:`beirx.models.llm`); units, prompts, validation, retries, fallback and flags are
