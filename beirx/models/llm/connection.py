@@ -44,11 +44,14 @@ from beirx.argtypes import non_negative_float, positive_float, positive_int
 from beirx.errors import BeirxError
 from beirx.models.llm.endpoint import MAX_CONCURRENCY, Endpoint
 from beirx.models.llm.usage import Prices, UsageMeter
-from beirx.options import Option, read_options
+from beirx.options import Option, defaults, read_options
 
 #: Where an LLM runs: a server speaking OpenAI's API, or a causal LM in this process.
 BACKENDS = ("openai", "transformers")
 SERVER, LOCAL = BACKENDS
+
+#: The server's limits default to :class:`~beirx.models.llm.endpoint.Endpoint`'s (one place for them).
+_LIMITS = {f.name: f.default for f in fields(Endpoint)}
 
 #: Options only a server uses (a model in this process has no transport, no retries, no breaker).
 SERVER_ONLY = ("base_url", "concurrency", "timeout", "deadline", "attempts", "backoff", "breaker_failures",
@@ -61,26 +64,26 @@ CONNECTION_OPTIONS: tuple[Option, ...] = (
     Option("base_url", metavar="URL",
            help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI's "
                 "API; the key only from $OPENAI_API_KEY)"),
-    Option("concurrency", positive_int, 8,
-           f"requests in flight (at most {MAX_CONCURRENCY}; 1 for a server that answers one at a time)",
-           metavar="N"),
-    Option("timeout", positive_float, 120.0, "seconds a request attempt may go without progress (no answer yet, no "
-                                             "new token)", metavar="SECONDS"),
-    Option("deadline", positive_float, None, "seconds a request attempt may take in all (default 10 x the timeout)",
-           metavar="SECONDS"),
-    Option("attempts", positive_int, 6, "tries per request on 429, 5xx, timeouts and dropped connections",
-           metavar="N"),
-    Option("backoff", non_negative_float, 1.0, "first wait between attempts in seconds (doubling, with jitter; the "
-                                               "server's Retry-After wins)", metavar="SECONDS"),
-    Option("breaker_failures", positive_int, 10, "circuit breaker: consecutive server failures that stop the run "
-                                                 "(once nothing has succeeded for the breaker's seconds)", metavar="N"),
-    Option("breaker_seconds", non_negative_float, 30.0, "circuit breaker: seconds without a success before the "
-                                                        "failures stop the run", metavar="SECONDS"),
-    Option("price_in", non_negative_float, 0.0, "USD per million input tokens (the cost reported and capped)",
-           metavar="USD"),
-    Option("price_out", non_negative_float, 0.0, "USD per million output tokens", metavar="USD"),
-    Option("max_cost", non_negative_float, None, "stop before the spending (at the prices) would exceed this many "
-                                                 "USD; what was done is kept", metavar="USD"),
+    Option("concurrency", positive_int, _LIMITS["concurrency"], metavar="N",
+           help=f"requests in flight (at most {MAX_CONCURRENCY}; 1 for a server that answers one at a time)"),
+    Option("timeout", positive_float, _LIMITS["timeout"], metavar="SECONDS",
+           help="seconds a request attempt may go without progress (no answer yet, no new token)"),
+    Option("deadline", positive_float, _LIMITS["deadline"], metavar="SECONDS",
+           help="seconds a request attempt may take in all (default 10 x the timeout)"),
+    Option("attempts", positive_int, _LIMITS["attempts"], metavar="N",
+           help="tries per request on 429, 5xx, timeouts and dropped connections"),
+    Option("backoff", non_negative_float, _LIMITS["backoff"], metavar="SECONDS",
+           help="first wait between attempts in seconds (doubling, with jitter; the server's Retry-After wins)"),
+    Option("breaker_failures", positive_int, _LIMITS["breaker_failures"], metavar="N",
+           help="circuit breaker: consecutive server failures that stop the run (once nothing has succeeded for "
+                "the breaker's seconds)"),
+    Option("breaker_seconds", non_negative_float, _LIMITS["breaker_seconds"], metavar="SECONDS",
+           help="circuit breaker: seconds without a success before the failures stop the run"),
+    Option("price_in", non_negative_float, 0.0, metavar="USD",
+           help="USD per million input tokens (the cost reported and capped)"),
+    Option("price_out", non_negative_float, 0.0, metavar="USD", help="USD per million output tokens"),
+    Option("max_cost", non_negative_float, None, metavar="USD",
+           help="stop before the spending (at the prices) would exceed this many USD; what was done is kept"),
 )
 
 
@@ -132,21 +135,21 @@ def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
 
 @dataclass(frozen=True)
 class ConnectionSettings:
-    """The values of :data:`CONNECTION_OPTIONS` (their declared defaults), read and checked once
-    (:meth:`read`); :meth:`connect` opens the LLM they describe."""
+    """The values of :data:`CONNECTION_OPTIONS`, read and checked once (:meth:`read`, which fills in the
+    declared defaults); :meth:`connect` opens the LLM they describe."""
 
-    backend: str | None = None
-    base_url: str | None = None
-    concurrency: int = 8
-    timeout: float = 120.0
-    deadline: float | None = None
-    attempts: int = 6
-    backoff: float = 1.0
-    breaker_failures: int = 10
-    breaker_seconds: float = 30.0
-    price_in: float = 0.0
-    price_out: float = 0.0
-    max_cost: float | None = None
+    backend: str | None
+    base_url: str | None
+    concurrency: int
+    timeout: float
+    deadline: float | None
+    attempts: int
+    backoff: float
+    breaker_failures: int
+    breaker_seconds: float
+    price_in: float
+    price_out: float
+    max_cost: float | None
 
     @classmethod
     def read(cls, values: Mapping[str, Any], where: str = "", role: Role | None = None) -> ConnectionSettings:
@@ -156,7 +159,7 @@ class ConnectionSettings:
         options = [replace(o, name=role.option_name(o.name)) for o in CONNECTION_OPTIONS] if role else \
             CONNECTION_OPTIONS
         read = read_options(options, {k: v for k, v in values.items() if v not in (None, "")}, where)
-        return cls(**{names.get(key, key): value for key, value in read.items()})
+        return cls(**{**defaults(CONNECTION_OPTIONS), **{names.get(key, key): value for key, value in read.items()}})
 
     @property
     def transport(self) -> dict[str, Any]:
