@@ -32,6 +32,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from beirx.cli.flags import add_options, given
 from beirx.cli.types import (comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_float,
                              positive_int)
 from beirx.cli import show_progress
@@ -48,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lang", required=True, help="target language (ISO 639-1, e.g. pl, es)")
     parser.add_argument("--src", default="en", help="source language (default en)")
     parser.add_argument("--translator",
-                        help=f"backend: {', '.join(TRANSLATORS.in_order())} (default hf; with --llm-backend: "
-                             "openai for a server, hf-llm in this process)")
+                        help=f"backend: {', '.join(TRANSLATORS.in_order())} (default hf); --llm-backend alone names "
+                             "the LLM translator (openai: a server, hf-llm: in this process)")
     parser.add_argument("--model", help="backend model: Hub id or folder (hf, ctranslate2), Apertium mode "
                                         "(e.g. eng-cat_valencia); default: the language pack's model")
     parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
@@ -98,7 +99,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for owner, names in _flag_owners():
         listed = ", ".join(names)
         title = f"{owner.flags_title} ({listed})" if owner.flags_title else f"{listed} (--translator {listed})"
-        owner.add_arguments(parser.add_argument_group(title))
+        if "OPTIONS" in owner.__dict__:
+            add_options(parser.add_argument_group(title), owner.OPTIONS)
+        else:
+            owner.add_arguments(parser.add_argument_group(title))
     batch = parser.add_argument_group("the OpenAI Batch API (--translator openai)")
     batch.add_argument("--batch", action="store_true",
                        help="send the units through the OpenAI Batch API (about half price on hosted APIs, done "
@@ -115,7 +119,7 @@ def _flag_owners() -> list[tuple[type, list[str]]]:
     owners: dict[type, list[str]] = {}
     for name in TRANSLATORS.in_order():
         klass = TRANSLATORS.get(name)
-        owner = next(k for k in klass.__mro__ if "add_arguments" in k.__dict__)
+        owner = next(k for k in klass.__mro__ if "add_arguments" in k.__dict__ or "OPTIONS" in k.__dict__)
         if owner is not Translator:
             owners.setdefault(owner, []).append(name)
     return list(owners.items())
@@ -142,7 +146,9 @@ def request_from_args(args) -> "TranslateRequest":
     from beirx.translate.runner import TranslateRequest
 
     args.translator = translator_name(args)
-    options = {**TRANSLATORS.get(args.translator).params_from_args(args), **dict(args.translator_option)}
+    backend = TRANSLATORS.get(args.translator)
+    declared = given(args, backend.OPTIONS) if hasattr(backend, "OPTIONS") else backend.params_from_args(args)
+    options = {**declared, **dict(args.translator_option)}
     return TranslateRequest(
         dataset=args.dataset, lang=args.lang, src=args.src, translator=args.translator, model=args.model,
         options=options, fields=tuple(args.fields), limit=args.limit, batch_size=args.batch_size, output=args.output,

@@ -33,22 +33,21 @@ def shared_options(role: Role = RERANKING) -> tuple[Option, ...]:
     return (PROMPT_FILE, *role_options(role))
 
 
-def add_llm_arguments(group) -> None:
-    """Until every reranker declares ``OPTIONS``: the shared flags (the rerankers' ``shared_flags``), generated
-    from :func:`shared_options` (the timeout's default is the reranker's own: llm-listwise waits longer)."""
-    from beirx.cli.flags import add_options
-
-    add_options(group, [replace(o, help=o.help.replace("(no answer yet, no new token)", "(no answer yet, no new "
-                                                        "token; default 120, llm-listwise 300)"), default=None)
-                        if o.name == "timeout" else o for o in shared_options()])
+def flag_options() -> tuple[Option, ...]:
+    """The shared options as ``beirx eval`` shows them once for both rerankers (the timeout's default is each
+    reranker's own: llm-listwise waits longer)."""
+    return tuple(replace(o, default=None, help=o.help.replace("(no answer yet, no new token)", "(no answer yet, no "
+                                                              "new token; default 120, llm-listwise 300)"))
+                 if o.name == "timeout" else o for o in shared_options())
 
 
 class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
-    shared_flags = (add_llm_arguments,)
     model_kind = "causal-lm"  # in this process (model_is_local); a server's model is not a folder
     OPTIONS: ClassVar[tuple[Option, ...]] = shared_options()
+    #: Options several rerankers share: ``beirx eval`` adds their flags once, before each reranker's own.
+    SHARED_OPTIONS: ClassVar[tuple[Option, ...]] = flag_options()
     FLAGS: ClassVar[dict] = {}  # the options are :attr:`OPTIONS`
 
     @classmethod
@@ -57,23 +56,16 @@ class LLMReranker:
         return {**super().param_types(), **{o.name: o.choices or o.type for o in cls.OPTIONS if o.choices or o.type}}
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        """Until every reranker declares ``OPTIONS``: this reranker's own flags (the shared ones:
-        :func:`add_llm_arguments`)."""
-        from beirx.cli.flags import add_options
-
-        shared = {o.name for o in shared_options()}
-        add_options(group, [o for o in cls.OPTIONS if o.name not in shared], owner=cls.name)
-
-    @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
-        """Until every reranker declares ``OPTIONS``: the device and the options given, their declared defaults
-        left out (so the run's file names are those of the same command without them)."""
-        from beirx.cli.flags import given
-
+        """Until every reranker declares ``OPTIONS`` (and the plan receives the values the command line gave):
+        the device and the options given, their declared defaults left out (so the run's file names are those of
+        the same command without them)."""
         params = {"device": args.device} if getattr(args, "device", None) else {}
-        declared = {o.name: o.default for o in cls.OPTIONS}
-        params.update({name: value for name, value in given(args, cls.OPTIONS).items() if value != declared[name]})
+        for option in cls.OPTIONS:
+            flag = option.flag_name()
+            value = None if flag is None else getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != option.default:
+                params[option.name] = value
         return params
 
     def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, connection: ConnectionSettings,

@@ -16,12 +16,10 @@ Errors: :class:`LLMError` (a :class:`~beirx.errors.BeirxError`) and its kinds, :
 raised), and :class:`BudgetExceeded` (nothing over ``max_cost`` is sent).
 """
 
-from typing import Any
-
 from beirx.models.llm.calls import CHAT, COMPLETIONS, Reply, Request
 from beirx.models.llm.client import (EndpointDown, LLMAnswerError, LLMClient, LLMError, LLMRequestError,
                                      TransportError)
-from beirx.models.llm.connection import BACKENDS, CONNECTION_OPTIONS, ConnectionSettings, Role, backend_for
+from beirx.models.llm.connection import BACKENDS, CONNECTION_OPTIONS, ConnectionSettings, Role, backend_for, connect
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.local import LocalLLM
 from beirx.models.llm.protocol import LLM
@@ -33,19 +31,3 @@ __all__ = ["CHAT", "COMPLETIONS", "LLM", "BudgetExceeded", "Endpoint", "Endpoint
            "LLMError", "LLMRequestError", "LocalLLM", "TransportError", "Prices", "PromptFile", "Reply", "Request",
            "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "backend_for", "connect", "BACKENDS",
            "CONNECTION_OPTIONS", "ConnectionSettings", "Role"]
-
-
-def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
-            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
-            revision: str | None = None, what: str = "the LLM", flag: str = "model", **transport: Any) -> LLM:
-    """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
-    ``concurrency`` requests in flight, ``timeout`` seconds without progress, ``transport`` the other
-    :class:`Endpoint` limits: deadline, attempts, backoff, breaker), else run in this process (``device``,
-    ``batch_size`` requests generated together, ``revision`` of a Hub model; a model folder that is not a causal
-    LM is refused, naming ``flag``). The options of a connection: :mod:`.connection`."""
-    if backend_for(backend, base_url, what) == "openai":
-        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout),
-                                          **transport), meter=meter)
-    needed_by = f"{what} transformers" if what.startswith("--") else what
-    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter, flag=flag,
-                    needed_by=needed_by)

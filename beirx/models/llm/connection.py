@@ -42,7 +42,10 @@ from typing import Any
 
 from beirx.argtypes import non_negative_float, positive_float, positive_int
 from beirx.errors import BeirxError
+from beirx.models.llm.client import LLMClient
 from beirx.models.llm.endpoint import MAX_CONCURRENCY, Endpoint
+from beirx.models.llm.local import LocalLLM
+from beirx.models.llm.protocol import LLM
 from beirx.models.llm.usage import Prices, UsageMeter
 from beirx.options import Option, defaults, read_options
 
@@ -133,6 +136,22 @@ def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
     return chosen
 
 
+def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
+            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
+            revision: str | None = None, what: str = "the LLM", flag: str = "model", **transport: Any) -> LLM:
+    """An :class:`~beirx.models.llm.protocol.LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL``
+    with ``backend="openai"``; ``concurrency`` requests in flight, ``timeout`` seconds without progress,
+    ``transport`` the other :class:`~beirx.models.llm.endpoint.Endpoint` limits: deadline, attempts, backoff,
+    breaker), else run in this process (``device``, ``batch_size`` requests generated together, ``revision`` of a
+    Hub model; a model folder that is not a causal LM is refused, naming ``flag``)."""
+    if backend_for(backend, base_url, what) == SERVER:
+        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout),
+                                          **transport), meter=meter)
+    needed_by = f"{what} transformers" if what.startswith("--") else what
+    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter, flag=flag,
+                    needed_by=needed_by)
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     """The values of :data:`CONNECTION_OPTIONS`, read and checked once (:meth:`read`, which fills in the
@@ -181,10 +200,8 @@ class ConnectionSettings:
         return UsageMeter(self.prices(), self.max_cost)
 
     def connect(self, model: str, *, meter: UsageMeter | None = None, device: str | None = None,
-                batch_size: int = 8, revision: str | None = None, what: str = "the LLM", flag: str = "model"):
-        """The :class:`~beirx.models.llm.protocol.LLM` these settings describe (:func:`beirx.models.llm.connect`)."""
-        from beirx.models.llm import connect
-
+                batch_size: int = 8, revision: str | None = None, what: str = "the LLM", flag: str = "model") -> LLM:
+        """The :class:`~beirx.models.llm.protocol.LLM` these settings describe (:func:`connect`)."""
         return connect(model, backend=self.backend, base_url=self.base_url, meter=meter, device=device,
                        batch_size=batch_size, revision=revision, what=what, flag=flag, **self.transport)
 

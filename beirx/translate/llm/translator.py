@@ -86,21 +86,6 @@ class LLMTranslator(Translator):
         *role_options(TRANSLATION),
     )
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Until every translator declares :attr:`OPTIONS`: the flags generated from them."""
-        from beirx.cli.flags import add_options
-
-        add_options(group, cls.OPTIONS)
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """Until every translator declares :attr:`OPTIONS`: the options whose flags were given (``--max-cost``
-        reaches the ``max_cost`` option through the runner)."""
-        from beirx.cli.flags import given
-
-        return given(args, cls.OPTIONS)
-
     document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
 

@@ -131,21 +131,6 @@ class LLMJudge(QualityMethod):
             return None
         return cls(**values, device=device, use_cache=use_cache)
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Until every quality method declares :attr:`OPTIONS`: the flags generated from them."""
-        from beirx.cli.flags import add_options
-
-        add_options(group, cls.OPTIONS)
-
-    @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> LLMJudge | None:
-        """Until every quality method declares :attr:`OPTIONS`: :meth:`configured` with the flags given."""
-        from beirx.cli.flags import given
-
-        return cls.configured(given(args, cls.OPTIONS), device=getattr(args, "device", None),
-                              use_cache=not args.no_cache)
-
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {**self.llm.describe(), **self.prompts.describe(), "retries": self.retries,
                 "max_tokens": self.max_tokens, "min_score": self.min_score, "api": "chat", "temperature": 0.0}
