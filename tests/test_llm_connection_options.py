@@ -182,3 +182,16 @@ def test_judge_sample_all_reaches_the_judge_as_every_row():
     assert values["sample"] == "all" and LLMJudge.configured(values).sample is None
     values = given(_parse(QUALITY + ["--judge-base-url", "http://h/v1"]), LLMJudge.OPTIONS)
     assert LLMJudge.configured(values).sample == 200
+
+
+@pytest.mark.parametrize("component", [OpenAITranslator, LLMJudge, LLMPointwiseReranker, LLMListwiseReranker])
+def test_each_constructor_default_is_the_declared_one(component):
+    import inspect
+
+    parameters = inspect.signature(component.__init__).parameters
+    for klass in component.__mro__:  # the LLM translators' options are their base's constructor's
+        if "__init__" in klass.__dict__ and klass is not component:
+            parameters = {**inspect.signature(klass.__init__).parameters, **parameters}
+    for option in component.OPTIONS:
+        default = parameters[option.name].default
+        assert default is inspect.Parameter.empty or default == option.default, option.name
