@@ -325,7 +325,7 @@ def test_a_new_translator_is_one_module_plus_one_registry_line(tiny_dataset, tmp
     # listed with the registered backends (other test modules may have registered their own before it)
     assert help_text.count("\n  --toy-prefix") == 1 and ", toy (default hf)" in " ".join(help_text.split())
     # flags a base class declares come once, in one group naming every backend that takes them
-    assert help_text.count("\n  --base-url") == 1 and "\nLLM translators (openai, hf-llm):\n" in help_text
+    assert help_text.count("\n  --llm-base-url") == 1 and "\nLLM translators (openai, hf-llm):\n" in help_text
     out = tmp_path / "out"
     assert main(["translate", "--dataset", str(tiny_dataset), "--lang", "es", "--translator", "toy",
                  "--toy-prefix", "> ", "--output", str(out), "--memory", str(tmp_path / "tm.sqlite"), "--no-quality",

@@ -66,13 +66,13 @@ def test_replicas_share_an_endpoints_budgets_others_keep_their_options():
 
 
 def test_llm_flags_become_options_only_when_given():
-    import argparse
-
+    from beirx.cli import build_parser
+    from beirx.cli.flags import given
     from beirx.translate.llm.translator import LLMTranslator
 
-    parser = argparse.ArgumentParser()
-    LLMTranslator.add_arguments(parser.add_argument_group("LLM"))
-    assert LLMTranslator.params_from_args(parser.parse_args([])) == {}
-    args = parser.parse_args(["--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch"])
-    assert LLMTranslator.params_from_args(args) == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
+    base = ["translate", "--dataset", "d", "--lang", "es"]
+    assert given(build_parser(base).parse_args(base), LLMTranslator.OPTIONS) == {}
+    argv = base + ["--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch"]
+    args = build_parser(argv).parse_args(argv)
+    assert given(args, LLMTranslator.OPTIONS) == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
     assert (args.batch, args.batch_poll) == (True, None)  # the runner's (None: the Batch executor's default)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.cli.flags import add_options
 from beirx.cli.types import non_negative_int, output_dir, positive_int, unit_weight
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
@@ -73,8 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(bm25, dense, or a --fusion method); default: each of them")
     for add_flags in dict.fromkeys(f for name in RERANKERS.names() for f in RERANKERS.get(name).shared_flags):
         add_flags(rerank)
+    seen: set[str] = set()  # flags of options several rerankers share (SHARED_OPTIONS): added once, here
     for name in RERANKERS.names():
-        RERANKERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--reranker {name})"))
+        add_options(rerank, getattr(RERANKERS.get(name), "SHARED_OPTIONS", ()), seen=seen)
+    for name in RERANKERS.names():
+        reranker, group = RERANKERS.get(name), parser.add_argument_group(f"{name} (--reranker {name})")
+        if "OPTIONS" in dir(reranker):
+            add_options(group, reranker.OPTIONS, owner=name, seen=seen)
+        else:
+            reranker.add_arguments(group)
     parser.add_argument("--no-index-cache", action="store_true",
                         help="recompute indexes, embeddings and runs instead of loading cached ones")
     parser.add_argument("--report", action="store_true",

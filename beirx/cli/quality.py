@@ -2,7 +2,7 @@
 
     beirx quality TRANSLATED --source SRC --lang L [--src en] [--encoder M] [--sample N]
                   [--roundtrip-translator NAME [--roundtrip-sample N|all]] [--comet PATH]
-                  [--judge openai --judge-model M] [--output DIR]
+                  [--judge-model M [--judge-base-url URL]] [--output DIR]
 
 TRANSLATED and SRC are BEIR folders or catalogue names (``beirx quality scifact --lang pl`` compares the
 cached ``scifact-pl`` with ``scifact``). The report goes to ``<translated folder>/quality/`` by default.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from beirx.cli.flags import add_options, given
 from beirx.cli.types import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.cli import show_progress
 from beirx.errors import BeirxError
@@ -39,7 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
     for name in QUALITY_METHODS.in_order():
-        QUALITY_METHODS.get(name).add_arguments(parser.add_argument_group(f"quality method {name}"))
+        method, group = QUALITY_METHODS.get(name), parser.add_argument_group(f"quality method {name}")
+        if "OPTIONS" in method.__dict__:
+            add_options(group, method.OPTIONS)
+        else:
+            method.add_arguments(group)
+
+
+def _method(cls, args, src: str, lang: str):
+    """The quality method the flags ask for, or None (a method declaring ``OPTIONS`` gets the values given)."""
+    if "OPTIONS" in cls.__dict__:
+        return cls.configured(given(args, cls.OPTIONS), device=getattr(args, "device", None),
+                              use_cache=not args.no_cache)
+    return cls.from_args(args, src, lang)
 
 
 def run(args) -> int:
@@ -49,7 +62,7 @@ def run(args) -> int:
 
     source, translated = resolve_translation(args.translated, args.source, args.lang, args.src)
     src, lang = source.lang, translated.lang
-    methods = [m for m in (QUALITY_METHODS.get(name).from_args(args, src, lang) for name in QUALITY_METHODS.in_order())
+    methods = [m for m in (_method(QUALITY_METHODS.get(name), args, src, lang) for name in QUALITY_METHODS.in_order())
                if m is not None]
     try:
         report = run_quality(source, translated, args.output, methods=methods, encoder=args.encoder,

@@ -5,8 +5,9 @@
                     [--model M] [--fields corpus,queries] [--batch-size N] [--limit N] [--output DIR]
                     [--shard I/N | --assemble [N]] [--executor local|ray [--ray-address A] [--workers N]
                     [--gpus-per-worker G]]
-                    [--base-url URL] [--api chat|completions] [--concurrency N] [--retries N]
-                    [--fallback TRANSLATOR] [--prompt-file F] [--glossary F] [--price-in USD --price-out USD]
+                    [--llm-backend openai|transformers] [--llm-base-url URL] [--api chat|completions]
+                    [--llm-concurrency N] [--llm-attempts N] [--retries N] [--fallback TRANSLATOR]
+                    [--prompt-file F] [--glossary F] [--llm-price-in USD --llm-price-out USD]
                     [--max-cost USD] [--batch]
 
 The output defaults to ``$BEIRX_HOME/datasets/<name>-<lang>``, where ``beirx eval --dataset <name>
@@ -31,7 +32,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from beirx.cli.types import comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_int
+from beirx.cli.flags import add_options, given
+from beirx.cli.types import (comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_float,
+                             positive_int)
 from beirx.cli import show_progress
 from beirx.translate.backends.base import Translator
 
@@ -45,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", required=True, help="source dataset: BEIR folder, catalogue name or hf:ORG/NAME")
     parser.add_argument("--lang", required=True, help="target language (ISO 639-1, e.g. pl, es)")
     parser.add_argument("--src", default="en", help="source language (default en)")
-    parser.add_argument("--translator", default="hf",
-                        help=f"backend: {', '.join(TRANSLATORS.in_order())} (default hf)")
+    parser.add_argument("--translator",
+                        help=f"backend: {', '.join(TRANSLATORS.in_order())} (default hf); --llm-backend alone names "
+                             "the LLM translator (openai: a server, hf-llm: in this process)")
     parser.add_argument("--model", help="backend model: Hub id or folder (hf, ctranslate2), Apertium mode "
                                         "(e.g. eng-cat_valencia); default: the language pack's model")
     parser.add_argument("--translator-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
@@ -90,12 +94,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, help="GPUs per Ray replica (default 0: CPU)")
     parser.add_argument("--max-cost", type=non_negative_float, default=None, metavar="USD",
                         help="paid backends (google, deepl): required for a real run; refuse when the estimate "
-                             "exceeds it. LLM backends: stop before this run's spending (at --price-in/--price-out) "
+                             "exceeds it. LLM backends: stop before this run's spending (at --llm-price-in/-out) "
                              "would exceed it; what was done is kept, and a rerun resumes with a new cap")
     for owner, names in _flag_owners():
         listed = ", ".join(names)
         title = f"{owner.flags_title} ({listed})" if owner.flags_title else f"{listed} (--translator {listed})"
-        owner.add_arguments(parser.add_argument_group(title))
+        if "OPTIONS" in owner.__dict__:
+            add_options(parser.add_argument_group(title), owner.OPTIONS)
+        else:
+            owner.add_arguments(parser.add_argument_group(title))
+    batch = parser.add_argument_group("the OpenAI Batch API (--translator openai)")
+    batch.add_argument("--batch", action="store_true",
+                       help="send the units through the OpenAI Batch API (about half price on hosted APIs, done "
+                            "within 24 h); a rerun resumes the batch in flight")
+    batch.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the Batch executor's
+                       help="how often --batch asks whether the batch is done (default 30)")
 
 
 def _flag_owners() -> list[tuple[type, list[str]]]:
@@ -106,10 +119,25 @@ def _flag_owners() -> list[tuple[type, list[str]]]:
     owners: dict[type, list[str]] = {}
     for name in TRANSLATORS.in_order():
         klass = TRANSLATORS.get(name)
-        owner = next(k for k in klass.__mro__ if "add_arguments" in k.__dict__)
+        owner = next(k for k in klass.__mro__ if "add_arguments" in k.__dict__ or "OPTIONS" in k.__dict__)
         if owner is not Translator:
             owners.setdefault(owner, []).append(name)
     return list(owners.items())
+
+
+def translator_name(args) -> str:
+    """``--translator``, else the LLM translator ``--llm-backend`` names, else hf; an LLM backend given to another
+    translator is refused (the LLM translators check that theirs agrees)."""
+    from beirx.errors import BeirxError
+    from beirx.translate.llm.translator import TRANSLATOR_FOR_BACKEND
+
+    backend = getattr(args, "llm_backend", None)
+    if args.translator is None:
+        return TRANSLATOR_FOR_BACKEND[backend] if backend else "hf"
+    if backend and args.translator not in TRANSLATOR_FOR_BACKEND.values():
+        raise BeirxError(f"--llm-backend {backend} is for the LLM translators (--translator "
+                         f"{TRANSLATOR_FOR_BACKEND[backend]}), not --translator {args.translator}")
+    return args.translator
 
 
 def request_from_args(args) -> "TranslateRequest":
@@ -117,7 +145,10 @@ def request_from_args(args) -> "TranslateRequest":
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.runner import TranslateRequest
 
-    options = {**TRANSLATORS.get(args.translator).params_from_args(args), **dict(args.translator_option)}
+    args.translator = translator_name(args)
+    backend = TRANSLATORS.get(args.translator)
+    declared = given(args, backend.OPTIONS) if hasattr(backend, "OPTIONS") else backend.params_from_args(args)
+    options = {**declared, **dict(args.translator_option)}
     return TranslateRequest(
         dataset=args.dataset, lang=args.lang, src=args.src, translator=args.translator, model=args.model,
         options=options, fields=tuple(args.fields), limit=args.limit, batch_size=args.batch_size, output=args.output,

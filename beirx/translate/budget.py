@@ -6,7 +6,7 @@ what is still missing from the translation memory (:func:`beirx.translate.pipeli
 before anything is sent. After the run, the manifest records the estimate, the cap, the characters the
 pipeline actually sent and their list price. Local backends are never paid runs.
 
-LLM backends (``openai``) are priced per token instead (``--price-in/--price-out``), and an answer's length is
+LLM backends (``openai``) are priced per token instead (``--llm-price-in/--llm-price-out``), and an answer's length is
 only known once it arrives, so their cap is enforced while the run goes: the shared client reserves each
 request's worst case against ``--max-cost`` and stops before it could be crossed
 (:class:`beirx.models.llm.UsageMeter`), keeping what was done; their estimate is

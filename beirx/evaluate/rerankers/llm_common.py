@@ -1,48 +1,82 @@
 """What the two LLM rerankers share: their prompts (``llm_prompts.toml`` beside this module, a user's
 ``--llm-prompt-file`` merged over it: :class:`beirx.models.llm.PromptFile`, version and SHA-256 recorded, part of
-the cache key), the flags naming that file and the server, and where the LLM runs (:func:`beirx.models.llm.connect`:
-a server with ``base_url``, else in this process; the same reranker code either way)."""
+the cache key), the LLM connection's options (:mod:`beirx.models.llm.connection`, flags ``--llm-<option>``:
+the LLM doing ``beirx eval``'s reranking), and where the LLM runs (a server with ``base_url`` or ``backend
+openai``, else in this process; the same reranker code either way).
+
+The rerankers name the prices ``price_input`` and ``price_output`` (their flags are the connection's
+``--llm-price-in/-out``; ``--llm-price-input/-output`` stay accepted): a reranker's parameters are part of its
+run and results file names, which must not change.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from typing import Any, ClassVar
 
 from beirx.language_packs import get_pack
-from beirx.models.llm import LLM, PromptFile, backend_for, connect
+from beirx.models.llm import LLM, PromptFile
+from beirx.models.llm.connection import ConnectionSettings, Role, backend_for, role_options
+from beirx.options import Option
+
+#: The LLM of ``beirx eval``'s rerankers.
+RERANKING = Role("llm-", "llm-pointwise, llm-listwise",
+                 aliases={"price_in": ("--llm-price-input",), "price_out": ("--llm-price-output",)},
+                 names={"price_in": "price_input", "price_out": "price_output"})
+PROMPT_FILE = Option("prompt_file", flag="--llm-prompt-file", metavar="PROMPT_FILE",
+                     help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the keys "
+                          "it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")
 
 
-def add_llm_arguments(group) -> None:
-    """The flags of both LLM rerankers (their ``shared_flags``: declared once)."""
-    group.add_argument("--llm-prompt-file", type=Path,
-                       help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the "
-                            "keys it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")
-    group.add_argument("--llm-base-url", help="llm-pointwise, llm-listwise: an OpenAI-compatible server (e.g. "
-                                              "http://127.0.0.1:8080/v1); --reranker-model is its model name. "
-                                              "Default: the model runs in this process (transformers)")
+def shared_options(role: Role = RERANKING) -> tuple[Option, ...]:
+    """The options both LLM rerankers take (their flags declared once): the prompt file and the connection's."""
+    return (PROMPT_FILE, *role_options(role))
+
+
+def flag_options() -> tuple[Option, ...]:
+    """The shared options as ``beirx eval`` shows them once for both rerankers (the timeout's default is each
+    reranker's own: llm-listwise waits longer)."""
+    return tuple(replace(o, default=None, help=o.help.replace("(no answer yet, no new token)", "(no answer yet, no "
+                                                              "new token; default 120, llm-listwise 300)"))
+                 if o.name == "timeout" else o for o in shared_options())
 
 
 class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
-    shared_flags = (add_llm_arguments,)
     model_kind = "causal-lm"  # in this process (model_is_local); a server's model is not a folder
+    OPTIONS: ClassVar[tuple[Option, ...]] = shared_options()
+    #: Options several rerankers share: ``beirx eval`` adds their flags once, before each reranker's own.
+    SHARED_OPTIONS: ClassVar[tuple[Option, ...]] = flag_options()
+    FLAGS: ClassVar[dict] = {}  # the options are :attr:`OPTIONS`
+
+    @classmethod
+    def param_types(cls) -> dict[str, Any]:
+        """Every typed constructor parameter: the base's and :attr:`OPTIONS`'."""
+        return {**super().param_types(), **{o.name: o.choices or o.type for o in cls.OPTIONS if o.choices or o.type}}
 
     @classmethod
     def params_from_args(cls, args) -> dict[str, Any]:
-        params = super().params_from_args(args)
-        for param, flag in (("prompt_file", "llm_prompt_file"), ("base_url", "llm_base_url")):
-            if getattr(args, flag, None):
-                params[param] = str(getattr(args, flag))
+        """Until every reranker declares ``OPTIONS`` (and the plan receives the values the command line gave):
+        the device and the options given, their declared defaults left out (so the run's file names are those of
+        the same command without them)."""
+        params = {"device": args.device} if getattr(args, "device", None) else {}
+        for option in cls.OPTIONS:
+            flag = option.flag_name()
+            value = None if flag is None else getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if value is not None and value != option.default:
+                params[option.name] = value
         return params
 
-    def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, **options: Any) -> None:
+    def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, connection: ConnectionSettings,
+                 **local: Any) -> None:
         """The prompts (``prompt_file`` over the packaged ones), the corpus language, and the LLM: ``llm`` when given,
-        else :func:`beirx.models.llm.connect` (``options``: where and how it runs)."""
+        else the one ``connection`` describes (``local``: device, batch size and revision of a model in process)."""
         self.prompts = PromptFile.load(__package__, "llm_prompts.toml", prompt_file)
         self.language = get_pack(self.lang)
-        self.llm = llm if llm is not None else connect(model, what=f"--reranker {self.name}", flag="--reranker-model",
-                                                       **options)
+        self.connection = connection
+        self.llm = llm if llm is not None else connection.connect(model, what=f"--reranker {self.name}",
+                                                                  flag="--reranker-model", **local)
 
     @property
     def device(self) -> str | None:

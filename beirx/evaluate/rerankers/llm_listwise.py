@@ -10,8 +10,8 @@ never break a window (missing ones keep their original order) and are counted. A
 (e.g. HTTP 400, over its context) keeps its input order and is counted (``refused_windows``); any other
 failure (the server down, a bad key) stops the rerank, keeping the chunks of queries already cached.
 
-Where the LLM runs (:mod:`.llm_common`): a server (``base_url``, ``model`` its served name) or a causal LM in
-this process (greedy, its chat template), through the same code; usage, cost and ``max_cost`` metered alike.
+Where the LLM runs (:mod:`.llm_common`; the connection's options: :mod:`beirx.models.llm.connection`): a
+server (``base_url``, ``model`` its served name) or a causal LM in this process (greedy, its chat template), through the same code; usage, cost and ``max_cost`` metered alike.
 
 Windows of different queries are independent: the k-th window of every query in a chunk of queries is
 sent together (concurrently to a server, in batches of ``batch_size`` to a local model). Final scores are
@@ -26,16 +26,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from beirx.argtypes import non_negative_float, positive_float, positive_int
+from beirx.argtypes import positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Reranker
-from beirx.evaluate.rerankers.llm_common import LLMReranker
+from beirx.evaluate.rerankers.llm_common import RERANKING, LLMReranker, shared_options
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
-from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
+from beirx.models.llm import LLM, LLMRequestError, Request, UsageMeter
+from beirx.models.llm.connection import ConnectionSettings
+from beirx.options import Option
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -64,20 +66,24 @@ class _Ranking:
 class LLMListwiseReranker(LLMReranker, Reranker):
     name = "llm-listwise"
     not_score_defining = (*Reranker.not_score_defining, "usage")
-    PARAMS = {**Reranker.PARAMS, "max_tokens": positive_int, "timeout": positive_float, "chunk_queries": positive_int}
-    FLAGS = {"window": ("--llm-window", positive_int, "passages per window"),
-             "step": ("--llm-step", positive_int, "window step"),
-             "passage_words": ("--llm-passage-words", positive_int, "words kept of each passage"),
-             "concurrency": ("--llm-concurrency", positive_int, "requests in flight to the server"),
-             "price_input": ("--llm-price-input", non_negative_float, "USD per million prompt tokens, for the cost "
-                                                                      "reported"),
-             "price_output": ("--llm-price-output", non_negative_float, "USD per million generated tokens"),
-             "max_cost": ("--llm-max-cost", non_negative_float, "stop before the reported cost could exceed this "
-                                                                "many USD")}
+    #: A window of 20 passages is a long prompt: the connection waits 300 s for progress by default.
+    ROLE = replace(RERANKING, defaults={"timeout": 300.0})
+    OPTIONS = (
+        Option("window", positive_int, 20, "passages per window", flag="--llm-window", metavar="N"),
+        Option("step", positive_int, 10, "window step", flag="--llm-step", metavar="N"),
+        Option("passage_words", positive_int, 100, "words kept of each passage", flag="--llm-passage-words",
+               metavar="N"),
+        Option("max_tokens", positive_int, None, "answer length limit (default 8 x window + 16)", flag=""),
+        Option("chunk_queries", positive_int, 32, "queries whose windows are sent together", flag=""),
+        Option("batch_size", positive_int, 4, "requests generated together by a model in this process", flag=""),
+        *shared_options(ROLE),
+    )
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  window: int = 20, step: int = 10, passage_words: int = 100, max_tokens: int | None = None,
-                 concurrency: int = 8, timeout: float = 300.0, price_input: float = 0.0, price_output: float = 0.0,
+                 concurrency: int = 8, timeout: float = 300.0, deadline: float | None = None, attempts: int = 6,
+                 backoff: float = 1.0, breaker_failures: int = 10, breaker_seconds: float = 30.0,
+                 price_input: float = 0.0, price_output: float = 0.0,
                  max_cost: float | None = None, prompt_file: str | None = None, batch_size: int = 4,
                  device: str | None = None, revision: str | None = None, chunk_queries: int = 32,
                  show_progress: bool = True, use_cache: bool = True, llm: LLM | None = None):
@@ -86,10 +92,14 @@ class LLMListwiseReranker(LLMReranker, Reranker):
             raise BeirxError(f"the window step must be between 1 and the window ({window}), got {step}")
         self.window, self.step, self.passage_words = int(window), int(step), int(passage_words)
         self.max_tokens = int(max_tokens or 8 * self.window + 16)  # "[12] > " is about 5 tokens
-        self.prices, self.max_cost = Prices(float(price_input), float(price_output)), max_cost
+        connection = ConnectionSettings.read(
+            {"backend": backend, "base_url": base_url, "concurrency": concurrency, "timeout": timeout,
+             "deadline": deadline, "attempts": attempts, "backoff": backoff, "breaker_failures": breaker_failures,
+             "breaker_seconds": breaker_seconds, "price_input": price_input, "price_output": price_output,
+             "max_cost": max_cost}, f"{self.name}: ", self.ROLE)
+        self.prices, self.max_cost = connection.prices(), connection.max_cost
         self.chunk_queries = int(chunk_queries)
-        self._connect(model, llm, prompt_file, backend=backend, base_url=base_url, concurrency=concurrency,
-                      timeout=timeout, device=device, batch_size=batch_size, revision=revision)
+        self._connect(model, llm, prompt_file, connection, device=device, batch_size=batch_size, revision=revision)
         if self.llm.backend == "transformers":
             self.llm.loaded()  # load now: a bad model folder fails before any work
         self.last_usage: dict[str, Any] | None = None

@@ -13,7 +13,8 @@ Liang et al. 2022, HELM, and Zhuang et al. 2023, "Beyond Yes and No").
   the two labels, so probability mass on other tokens (a model that would rather start its answer with
   "The") does not move the score. The logarithm ranks exactly as the probability does and does not saturate
   to 1.0 in float32.
-- Where it runs (:mod:`.llm_common`): in this process, or on an OpenAI-compatible server (``--llm-base-url``),
+- Where it runs (:mod:`.llm_common`): in this process, or on an OpenAI-compatible server (``--llm-base-url``,
+  and the connection's ``--llm-<option>``s: :mod:`beirx.models.llm.connection`),
   whose ``top_logprobs`` give the label probabilities (:meth:`beirx.models.llm.LLM.label_logprobs`).
 - Truncation: the *document* is cut (in tokens) so the whole prompt fits ``max_length`` (:meth:`LLM.fit`);
   counts are logged. Pairs go in length-sorted batches; scores are cached per pair like every reranker's.
@@ -25,12 +26,14 @@ import numpy as np
 from collections.abc import Callable
 from typing import Any
 
-from beirx.argtypes import positive_float, positive_int
+from beirx.argtypes import positive_int
 from beirx.errors import BeirxError
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
 from beirx.evaluate.rerankers.inference import length_batches
-from beirx.evaluate.rerankers.llm_common import LLMReranker
+from beirx.evaluate.rerankers.llm_common import RERANKING, LLMReranker, shared_options
 from beirx.models.llm import LLM, Request
+from beirx.models.llm.connection import ConnectionSettings
+from beirx.options import Option
 
 SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the yes tokens",
           "yes-no": "log P(yes) - log(P(yes) + P(no)): log-softmax over the yes and no tokens (monoT5-style)"}
@@ -38,22 +41,35 @@ SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the 
 
 class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
     name = "llm-pointwise"
-    PARAMS = {**PairwiseReranker.PARAMS, "concurrency": positive_int, "timeout": positive_float}
-    FLAGS = {"max_length": ("--llm-max-length", positive_int, "tokens per prompt; longer documents are cut"),
-             "score": ("--llm-score", tuple(SCORES), "log P(yes) over the vocabulary (yes), or normalised over the "
-                                                     "yes and no tokens (yes-no, as monoT5)")}
+    OPTIONS = (
+        Option("max_length", positive_int, 1024, "tokens per prompt; longer documents are cut",
+               flag="--llm-max-length", metavar="N"),
+        Option("score", choices=tuple(SCORES), default="yes", flag="--llm-score",
+               help="log P(yes) over the vocabulary (yes), or normalised over the yes and no tokens (yes-no, as "
+                    "monoT5)"),
+        Option("batch_size", positive_int, 8, "pairs per batch of a model in this process", flag=""),
+        *shared_options(),
+    )
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  batch_size: int = 8, max_length: int = 1024, device: str | None = None, prompt_file: str | None = None,
-                 revision: str | None = None, concurrency: int = 8, timeout: float = 120.0, sort_by_length: bool = True,
-                 show_progress: bool = True, use_cache: bool = True, score: str = "yes", llm: LLM | None = None):
+                 revision: str | None = None, concurrency: int = 8, timeout: float = 120.0,
+                 deadline: float | None = None, attempts: int = 6, backoff: float = 1.0, breaker_failures: int = 10,
+                 breaker_seconds: float = 30.0, price_input: float = 0.0, price_output: float = 0.0,
+                 max_cost: float | None = None, sort_by_length: bool = True, show_progress: bool = True,
+                 use_cache: bool = True, score: str = "yes", llm: LLM | None = None):
         super().__init__(lang=lang, show_progress=show_progress, use_cache=use_cache)
         if score not in SCORES:
             raise BeirxError(f"--llm-score must be one of {', '.join(SCORES)}, got {score!r}")
         self.score_kind = score
         self.batch_size, self.max_length, self.sort_by_length = int(batch_size), int(max_length), sort_by_length
-        self._connect(model, llm, prompt_file, backend=backend, base_url=base_url, concurrency=concurrency,
-                      timeout=timeout, device=device, batch_size=batch_size, revision=revision)
+        connection = ConnectionSettings.read(
+            {"backend": backend, "base_url": base_url, "concurrency": concurrency, "timeout": timeout,
+             "deadline": deadline, "attempts": attempts, "backoff": backoff, "breaker_failures": breaker_failures,
+             "breaker_seconds": breaker_seconds, "price_input": price_input, "price_output": price_output,
+             "max_cost": max_cost}, f"{self.name}: ", RERANKING)
+        self._connect(model, llm, prompt_file, connection, device=device, batch_size=batch_size, revision=revision,
+                      meter=connection.meter())
         own = self.prompts.get("pointwise", "languages", self.language.code, default=None)
         self.section = ("pointwise", "languages", self.language.code) if own else ("pointwise",)
         self.labels = {"yes": list(self.prompts.get(*self.section, "yes"))}

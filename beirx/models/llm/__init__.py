@@ -16,10 +16,10 @@ Errors: :class:`LLMError` (a :class:`~beirx.errors.BeirxError`) and its kinds, :
 raised), and :class:`BudgetExceeded` (nothing over ``max_cost`` is sent).
 """
 
-from beirx.errors import BeirxError
 from beirx.models.llm.calls import CHAT, COMPLETIONS, Reply, Request
 from beirx.models.llm.client import (EndpointDown, LLMAnswerError, LLMClient, LLMError, LLMRequestError,
                                      TransportError)
+from beirx.models.llm.connection import BACKENDS, CONNECTION_OPTIONS, ConnectionSettings, Role, backend_for, connect
 from beirx.models.llm.endpoint import Endpoint
 from beirx.models.llm.local import LocalLLM
 from beirx.models.llm.protocol import LLM
@@ -29,29 +29,5 @@ from beirx.models.llm.usage import BudgetExceeded, Prices, Usage, UsageMeter
 
 __all__ = ["CHAT", "COMPLETIONS", "LLM", "BudgetExceeded", "Endpoint", "EndpointDown", "LLMAnswerError", "LLMClient",
            "LLMError", "LLMRequestError", "LocalLLM", "TransportError", "Prices", "PromptFile", "Reply", "Request",
-           "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "backend_for", "connect"]
-
-BACKENDS = ("openai", "transformers")
-
-
-def backend_for(backend: str | None, base_url: str | None, what: str) -> str:
-    """The backend asked for: explicit, else a server when ``base_url`` is given, else in process."""
-    chosen = backend or ("openai" if base_url else "transformers")
-    if chosen not in BACKENDS:
-        raise BeirxError(f"{what} backend must be one of {', '.join(BACKENDS)}, got {chosen!r}")
-    return chosen
-
-
-def connect(model: str, *, backend: str | None = None, base_url: str | None = None, meter: UsageMeter | None = None,
-            concurrency: int = 8, timeout: float = 120.0, device: str | None = None, batch_size: int = 8,
-            revision: str | None = None, what: str = "the LLM", flag: str = "model") -> LLM:
-    """An :class:`LLM` for ``model``: served at ``base_url`` (or ``$OPENAI_BASE_URL`` with ``backend="openai"``;
-    ``concurrency`` requests in flight, ``timeout`` seconds without progress), else run in this process
-    (``device``, ``batch_size`` requests generated together, ``revision`` of a Hub model; a model folder that is
-    not a causal LM is refused, naming ``flag``)."""
-    if backend_for(backend, base_url, what) == "openai":
-        return LLMClient(Endpoint.resolve(model, base_url, concurrency=int(concurrency), timeout=float(timeout)),
-                         meter=meter)
-    needed_by = f"{what} transformers" if what.startswith("--") else what
-    return LocalLLM(model, device=device, batch_size=batch_size, revision=revision, meter=meter, flag=flag,
-                    needed_by=needed_by)
+           "TokenCounter", "Usage", "UsageMeter", "approx_tokens", "backend_for", "connect", "BACKENDS",
+           "CONNECTION_OPTIONS", "ConnectionSettings", "Role"]

@@ -1,8 +1,8 @@
 """Where an OpenAI-compatible server is and how to talk to it: base URL, model, limits. Never the key.
 
-The base URL comes from the caller (``--base-url``), else ``OPENAI_BASE_URL``, else OpenAI's own API.
-The key comes only from ``OPENAI_API_KEY``, read when the client starts: it is never an argument, never
-part of :meth:`Endpoint.describe` (which artifacts record), never logged. A local server (vLLM,
+The base URL comes from the caller (``--llm-base-url``, ``--judge-base-url``), else ``OPENAI_BASE_URL``, else
+OpenAI's own API. The key comes only from ``OPENAI_API_KEY``, read when the client starts: it is never an
+argument, never part of :meth:`Endpoint.describe` (which artifacts record), never logged. A local server (vLLM,
 llama.cpp's ``llama-server``, Ollama, TGI) needs none; :data:`NO_KEY` is sent in its place, which those
 servers ignore unless they were started with a key.
 """

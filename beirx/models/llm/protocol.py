@@ -88,6 +88,8 @@ class LLM:
         """Send all ``requests`` concurrently (metered into ``meter``, else the LLM's own); replies in request
         order. With ``return_exceptions`` a failed request's error takes its place, else the first error is
         raised once every request has finished."""
+        self._start()  # a refusal to start (no API key) comes before the coroutine exists
+
         async def gather():
             return await asyncio.gather(*(self.acall(r, meter) for r in requests), return_exceptions=True)
 

@@ -7,7 +7,8 @@ of up to ``batch_size`` (greedy at temperature 0), on the GPU when there is one.
 ``length`` when a row used all its ``max_tokens`` without reaching the end of its turn, so truncation is
 detected as with a server. Usage counts the prompt's and the generated tokens.
 
-Options besides the LLM ones: ``device`` (cpu, cuda, cuda:N; default cuda when available), ``batch_size``
+Options besides the LLM ones (of the connection's, only ``backend``, the prices and ``max_cost``: a server's
+are refused by name): ``device`` (cpu, cuda, cuda:N; default cuda when available), ``batch_size``
 (requests generated together, default 8).
 """
 
@@ -18,12 +19,14 @@ from typing import Any
 from beirx.argtypes import option, positive_int
 from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
-from beirx.models.llm import LocalLLM, UsageMeter
+from beirx.models.llm import LocalLLM
+from beirx.models.llm.connection import LOCAL
 from beirx.translate.llm.translator import LLMTranslator
 
 
 class HFLLMTranslator(LLMTranslator):
     name = "hf-llm"
+    llm_backend = LOCAL
     model_kind = "causal-lm"
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
@@ -31,7 +34,7 @@ class HFLLMTranslator(LLMTranslator):
         check_if_local(model, self.model_kind, "translation model", "the hf-llm translator")  # before its tokenizer
         super().__init__(src, tgt, model, **options)
         self.llm = LocalLLM(model, device=device, batch_size=option(self.name, "batch_size", batch_size, positive_int),
-                            meter=UsageMeter(self.prices, self.max_cost), flag="translation model",
+                            meter=self.connection.meter(), flag="translation model",
                             needed_by="the hf-llm translator")
         self.device, self.batch_size = self.llm.device, self.llm.batch_size
         self.revision = model_revision(model)

@@ -21,12 +21,14 @@ import concurrent.futures
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from beirx.argtypes import checked, non_negative_float, non_negative_int, option, positive_float, positive_int
+from beirx.argtypes import checked, non_negative_float, non_negative_int, option
 from beirx.errors import BeirxError
-from beirx.models.llm import CHAT, LLM, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
+from beirx.models.llm import CHAT, COMPLETIONS, LLM, LLMRequestError, Reply, Request, TokenCounter, Usage
+from beirx.models.llm.connection import LOCAL, SERVER, ConnectionSettings, Role, role_options
 from beirx.models.llm.engine import Attempts, Reason, Unit, UnitEngine, Verdict
+from beirx.options import Option
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
@@ -44,51 +46,45 @@ int_ = checked(int, lambda v: True, "an integer", "int_")
 OUTPUT_FACTOR = 2.5
 
 
+#: The LLM translators by where their LLM runs (``--llm-backend``): the translator names stay, they are recorded in
+#: every translation memory key.
+TRANSLATOR_FOR_BACKEND = {SERVER: "openai", LOCAL: "hf-llm"}
+
+#: The LLM of ``beirx translate`` (:mod:`beirx.models.llm.connection`): ``--llm-<option>``; the translator's
+#: unprefixed flags stay accepted; the spending cap is the command's ``--max-cost``, shared with paid backends.
+TRANSLATION = Role("llm-", "", aliases={"base_url": ("--base-url",), "concurrency": ("--concurrency",),
+                                        "timeout": ("--timeout",), "price_in": ("--price-in",),
+                                        "price_out": ("--price-out",)},
+                   unflagged=("max_cost",))
+
+
 class LLMTranslator(Translator):
-    """Options (``--translator-option KEY=VALUE``): those of the flags below (:meth:`add_arguments` says what
-    each means and its default), and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds``
-    (``LO,HI``: the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
+    """Options (``--translator-option KEY=VALUE``, or the flags of :attr:`OPTIONS`): the LLM connection's
+    (:mod:`beirx.models.llm.connection`; ``hf-llm`` runs its model in this process and refuses a server's by
+    name), the task's below, and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds`` (``LO,HI``:
+    the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
 
-    #: ``beirx translate`` flags and the options they set (each given only when used, so a backend that lacks
-    #: the option, e.g. ``hf-llm`` and ``base_url``, refuses it by name).
     flags_title = "LLM translators"
-    _FLAG_OPTIONS = ("base_url", "api", "concurrency", "timeout", "retries", "fallback", "prompt_file", "glossary",
-                     "unit_tokens", "price_in", "price_out")
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: "
-                                              "$OPENAI_BASE_URL, else OpenAI's API; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--api", choices=("chat", "completions"),
-                           help="chat completions (default), or few-shot plain completions for base models")
-        group.add_argument("--concurrency", type=positive_int, help="requests in flight (default 8)")
-        group.add_argument("--timeout", type=positive_float, help="seconds a request attempt may go without progress "
-                           "(no answer yet, no new token; default 120); an attempt ends after 10x that in all")
-        group.add_argument("--retries", type=non_negative_int,
-                           help="rejected answers sent again with a stricter prompt (default 2)")
-        group.add_argument("--fallback", metavar="TRANSLATOR",
-                           help="backend for units still rejected after the retries (e.g. apertium, hf); "
-                                "default: write them flagged")
-        group.add_argument("--prompt-file", type=Path, help="TOML file overriding beirx's prompts (see "
-                                                            "beirx/translate/llm/prompts.toml)")
-        group.add_argument("--glossary", type=Path, help="TSV: term TAB translation, or a term alone (keep it)")
-        group.add_argument("--unit-tokens", type=positive_int,
-                           help="document unit budget in tokens; longer documents split at paragraphs, then "
-                                "sentences (default 1000)")
-        group.add_argument("--price-in", type=non_negative_float, metavar="USD",
-                           help="USD per million input tokens (cost in the manifest, --dry-run, --max-cost)")
-        group.add_argument("--price-out", type=non_negative_float, metavar="USD", help="USD per million output tokens")
-        group.add_argument("--batch", action="store_true",
-                           help="openai: send the units through the OpenAI Batch API (about half price on hosted "
-                                "APIs, done within 24 h); a rerun resumes the batch in flight")
-        group.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the Batch executor's
-                           help="how often --batch asks whether the batch is done (default 30)")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """The LLM flags that were given (``--max-cost`` reaches the ``max_cost`` option through the runner)."""
-        params = {key: getattr(args, key) for key in cls._FLAG_OPTIONS if getattr(args, key, None) is not None}
-        return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
+    #: Where this translator's LLM runs (``--llm-backend``).
+    llm_backend: ClassVar[str]
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
+        Option("api", choices=(CHAT, COMPLETIONS), default=CHAT,
+               help="chat completions, or few-shot plain completions for base models"),
+        Option("retries", non_negative_int, 2, "rejected answers sent again with a stricter prompt", metavar="N"),
+        Option("fallback", metavar="TRANSLATOR",
+               help="backend for units still rejected after the retries (e.g. apertium, hf); default: write them "
+                    "flagged"),
+        Option("prompt_file", help="TOML file overriding beirx's prompts (see beirx/translate/llm/prompts.toml)",
+               metavar="PROMPT_FILE"),
+        Option("glossary", help="TSV: term TAB translation, or a term alone (keep it)", metavar="GLOSSARY"),
+        Option("unit_tokens", at_least_16, 1000,
+               "document unit budget in tokens; longer documents split at paragraphs, then sentences",
+               metavar="N"),
+        Option("temperature", non_negative_float, 0.0, "sampling temperature", flag=""),
+        Option("seed", int_, 0, "sampling seed (none: not sent)", flag=""),
+        Option("length_bounds", None, None, "LO,HI: the output/source length ratios accepted", flag=""),
+        *role_options(TRANSLATION),
+    )
 
     document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation
@@ -97,12 +93,17 @@ class LLMTranslator(Translator):
                  prompt_file: str | Path | None = None, glossary: str | Path | None = None, retries: int | str = 2,
                  fallback: str | None = None, unit_tokens: int | str = 1000, temperature: float | str = 0.0,
                  seed: int | str | None = 0, length_bounds: str | tuple[float, float] | None = None,
-                 price_in: float | str = 0.0, price_out: float | str = 0.0, max_cost: float | str | None = None,
-                 **options: Any):
+                 backend: str | None = None, price_in: float | str = 0.0, price_out: float | str = 0.0,
+                 max_cost: float | str | None = None, **options: Any):
         super().__init__(src, tgt, model, **options)
         if not model:
             raise BeirxError(f"the {self.name} translator needs --model (the model name the server serves, or a "
                              "model folder)")
+        self.connection = ConnectionSettings.read({"backend": backend, "price_in": price_in, "price_out": price_out,
+                                                   "max_cost": max_cost}, f"{self.name}: ")
+        if self.connection.backend not in (None, self.llm_backend):
+            raise BeirxError(f"--llm-backend {self.connection.backend} is --translator "
+                             f"{TRANSLATOR_FOR_BACKEND[self.connection.backend]}, not {self.name}")
         self.retries = option(self.name, "retries", retries, non_negative_int)
         self.unit_tokens = option(self.name, "unit_tokens", unit_tokens, at_least_16)
         self.glossary = Glossary.load(glossary) if glossary else None
@@ -122,9 +123,7 @@ class LLMTranslator(Translator):
         self.fallback_name = fallback or None
         self._fallback: Translator | None = None
         self._fallback_lock = threading.Lock()
-        self.prices = Prices(option(self.name, "price_in", price_in, non_negative_float),
-                             option(self.name, "price_out", price_out, non_negative_float))
-        self.max_cost = None if max_cost in (None, "") else option(self.name, "max_cost", max_cost, non_negative_float)
+        self.prices, self.max_cost = self.connection.prices(), self.connection.max_cost
         self.counter = TokenCounter(model)
         self.engine = UnitEngine(self, self.retries)
 

@@ -1,6 +1,8 @@
 """The ``judge`` quality method: an LLM reads each source and translation and annotates the errors
-(``--judge openai --judge-model M``: any OpenAI-compatible server; ``--judge transformers --judge-model DIR``:
-a causal LM in this process; the same code either way, through :class:`beirx.models.llm.LLM`).
+(``--judge-model M --judge-base-url URL``: any OpenAI-compatible server; ``--judge-model DIR``: a causal LM in
+this process; ``--judge-backend openai|transformers``, short ``--judge``, says which when the URL does not;
+the same code either way, through :class:`beirx.models.llm.LLM`; the connection's options, prices and
+retries: :mod:`beirx.models.llm.connection`).
 
 The prompt (``judge_prompts.toml``, versioned, its SHA-256 recorded; ``--judge-prompt-file`` overrides it)
 asks for GEMBA-MQM-style error spans with a category and a severity (Kocmi & Federmann, 2023) and a 0-100
@@ -29,12 +31,14 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from beirx.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
+from beirx.argtypes import non_negative_float, non_negative_int, positive_int
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
-from beirx.models.llm import BACKENDS, LLM
+from beirx.models.llm import LLM
+from beirx.models.llm.connection import ConnectionSettings, Role, role_options
+from beirx.options import Option
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
 from beirx.translate.planning import chunks
@@ -48,6 +52,14 @@ DEFAULT_SAMPLE = 200
 CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
 MAX_EXAMPLES = 5
 KINDS = {"queries": "search query", "corpus": "document"}
+#: ``--judge-sample all`` as read: a flag's None means "not given" (:func:`beirx.cli.flags.given`), so "every
+#: row" is this word until the constructor, where it becomes None (no sample).
+ALL = "all"
+
+
+def judge_rows(text: str) -> int | JudgedRows | str:
+    """:func:`~beirx.translate.quality.base.rows_to_score`, ``all`` kept as :data:`ALL`."""
+    return ALL if text == ALL else rows_to_score(text)
 
 
 class LLMJudge(QualityMethod):
@@ -60,68 +72,65 @@ class LLMJudge(QualityMethod):
     verifies = ("an LLM judge scored {n} translations", "LLM-judged items")
     whole_field = True  # its sample is drawn over the field; one usage meter and spending cap per field
 
-    def __init__(self, model: str, *, backend: str = "openai", base_url: str | None = None,
-                 sample: int | JudgedRows | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0,
-                 max_tokens: int = 512,
-                 concurrency: int = 8, timeout: float = 120.0, prompt_file: Path | None = None,
-                 max_cost: float | None = None, price_in: float = 0.0, price_out: float = 0.0, use_cache: bool = True,
-                 device: str | None = None, llm: LLM | None = None):
-        from beirx.models.llm import Prices, PromptFile, connect
+    #: The judge's LLM (:mod:`beirx.models.llm.connection`): ``--judge-<option>``; ``--judge openai|transformers``
+    #: stays the short spelling of ``--judge-backend``.
+    ROLE = Role("judge-", "", aliases={"backend": ("--judge",)})
+    OPTIONS: ClassVar[tuple[Option, ...]] = (
+        Option("model", flag="--judge-model", metavar="M",
+               help="the judge's model, as the server names it (transformers: a model folder or Hub id); asking "
+                    "for it runs the judge (GEMBA-MQM errors and a 0-100 score)"),
+        Option("sample", judge_rows, DEFAULT_SAMPLE, flag="--judge-sample", metavar="N|all|qrels:SPLIT",
+               help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
+                    "SPLIT qrels judge)"),
+        Option("retries", non_negative_int, 2, flag="--judge-retries", metavar="N",
+               help="a malformed answer is asked again this many times, then recorded missing"),
+        Option("min_score", non_negative_float, 50.0, flag="--judge-min-score",
+               help="flag rows the judge scores below this (0-100)"),
+        Option("max_tokens", positive_int, 512, flag="--judge-max-tokens", metavar="N", help="answer length limit"),
+        Option("prompt_file", flag="--judge-prompt-file", metavar="PROMPT_FILE",
+               help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)"),
+        *role_options(ROLE),
+    )
 
-        self.llm = llm if llm is not None else connect(model, backend=backend, base_url=base_url,
-                                                       concurrency=concurrency, timeout=timeout, device=device,
-                                                       what="--judge", flag="--judge-model")
+    def __init__(self, model: str, *, backend: str | None = None, base_url: str | None = None,
+                 sample: int | JudgedRows | str | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0,
+                 max_tokens: int = 512, concurrency: int = 8, timeout: float = 120.0, deadline: float | None = None,
+                 attempts: int = 6, backoff: float = 1.0, breaker_failures: int = 10, breaker_seconds: float = 30.0,
+                 prompt_file: Path | str | None = None, max_cost: float | None = None, price_in: float = 0.0,
+                 price_out: float = 0.0, use_cache: bool = True, device: str | None = None, llm: LLM | None = None):
+        from beirx.models.llm import PromptFile
+
+        self.connection = ConnectionSettings.read(
+            {"backend": backend, "base_url": base_url, "concurrency": concurrency, "timeout": timeout,
+             "deadline": deadline, "attempts": attempts, "backoff": backoff, "breaker_failures": breaker_failures,
+             "breaker_seconds": breaker_seconds, "price_in": price_in, "price_out": price_out, "max_cost": max_cost},
+            "judge: ")
+        self.llm = llm if llm is not None else self.connection.connect(model, device=device, what="--judge",
+                                                                       flag="--judge-model")
         self.prompts = PromptFile.load("beirx.translate.quality", "judge_prompts.toml", prompt_file)
         for key in ("system", "user", "retry"):
             self.prompts.get(key)  # a prompt file without one fails now, naming it, not mid-run
-        self.sample, self.retries, self.min_score, self.max_tokens = sample, retries, min_score, max_tokens
-        self.prices, self.max_cost, self.use_cache = Prices(price_in, price_out), max_cost, use_cache
+        self.sample = None if sample == ALL else sample
+        self.retries, self.min_score, self.max_tokens = retries, min_score, max_tokens
+        self.prices, self.max_cost, self.use_cache = self.connection.prices(), self.connection.max_cost, use_cache
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--judge", choices=BACKENDS, help="score translations with an LLM judge (GEMBA-MQM errors "
-                                                             "and a 0-100 score): through an OpenAI-compatible server, "
-                                                             "or a causal LM in this process (transformers)")
-        group.add_argument("--judge-model", metavar="M", help="the judge's model, as the server names it (transformers: "
-                                                              "a model folder or Hub id)")
-        group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
-                                                                   "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--judge-sample", type=rows_to_score, default=DEFAULT_SAMPLE, metavar="N|all|qrels:SPLIT",
-                           help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and "
-                                f"documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
-        group.add_argument("--judge-retries", type=non_negative_int, default=2,
-                           help="a malformed answer is asked again this many times, then recorded missing (default 2)")
-        group.add_argument("--judge-min-score", type=non_negative_float, default=50.0,
-                           help="flag rows the judge scores below this (0-100, default 50)")
-        group.add_argument("--judge-max-tokens", type=positive_int, default=512, help="answer length limit (default 512)")
-        group.add_argument("--judge-concurrency", type=positive_int, default=8,
-                           help="requests in flight (default 8; 1 for a server that answers one at a time)")
-        group.add_argument("--judge-timeout", type=positive_float, default=120.0,
-                           help="seconds a request attempt may go without progress (default 120)")
-        group.add_argument("--judge-prompt-file", type=Path,
-                           help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)")
-        group.add_argument("--judge-max-cost", type=non_negative_float, metavar="USD",
-                           help="stop before the judge's spending would exceed this (with --judge-price-in/-out)")
-        group.add_argument("--judge-price-in", type=non_negative_float, default=0.0, metavar="USD",
-                           help="USD per million input tokens")
-        group.add_argument("--judge-price-out", type=non_negative_float, default=0.0, metavar="USD",
-                           help="USD per million output tokens")
-
-    @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> LLMJudge | None:
-        if not args.judge:
-            if args.judge_model:
-                raise BeirxError("--judge-model needs --judge openai")
+    def configured(cls, values: dict[str, Any], *, device: str | None = None,
+                   use_cache: bool = True) -> LLMJudge | None:
+        """The judge ``values`` (its options given, by name) ask for, or None: it runs when its model is given;
+        where (:func:`beirx.models.llm.connection.backend_for`): ``backend``, else a server when ``base_url``
+        is given, else in this process. Other judge options without a model are refused, naming it."""
+        if not values.get("model"):
+            backend = values.get("backend")
+            if backend:
+                raise BeirxError(f"--judge {backend} needs --judge-model (" + (
+                    "the model name the server lists)" if backend == "openai" else "a model folder or Hub id)"))
+            if values:
+                flags = {o.name: o.flag_name() for o in cls.OPTIONS}
+                raise BeirxError(f"{', '.join(sorted(flags[name] for name in values))} without --judge-model: "
+                                 "name the judge's model to run it")
             return None
-        if not args.judge_model:
-            raise BeirxError(f"--judge {args.judge} needs --judge-model (" + (
-                "the model name the server lists)" if args.judge == "openai" else "a model folder or Hub id)"))
-        return cls(args.judge_model, backend=args.judge, base_url=args.judge_base_url,
-                   device=getattr(args, "device", None), sample=args.judge_sample, retries=args.judge_retries,
-                   min_score=args.judge_min_score, max_tokens=args.judge_max_tokens,
-                   concurrency=args.judge_concurrency, timeout=args.judge_timeout, prompt_file=args.judge_prompt_file,
-                   max_cost=args.judge_max_cost, price_in=args.judge_price_in, price_out=args.judge_price_out,
-                   use_cache=not args.no_cache)
+        return cls(**values, device=device, use_cache=use_cache)
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {**self.llm.describe(), **self.prompts.describe(), "retries": self.retries,
