@@ -1,5 +1,5 @@
 """beirx's BM25 as an MTEB model: on a SciFact-ES task generated offline (real SciFact documents translated by
-the real Apertium engine with ``beirx translate``, registered with ``beirx mteb task``), ``mteb.evaluate`` gives
+the real Apertium engine with ``beirx translate``, built with ``beirx mteb task``), ``mteb.evaluate`` gives
 the very run and scores ``beirx eval`` gives on the same folder; its ModelMeta and language choice.
 """
 

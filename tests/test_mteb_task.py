@@ -1,5 +1,6 @@
-"""A beirx dataset as an MTEB task: metadata from the English task it adapts, in-process registration,
-a task file that imports, and ``mteb.evaluate`` on local data agreeing with beirx's own dense evaluation
+"""A beirx dataset as an MTEB task: metadata from the English task it adapts, a task object that runs and whose
+results load through mteb's public API (nothing registered with mteb), a task file that imports, and
+``mteb.evaluate`` on local data agreeing with beirx's own dense evaluation
 (a tiny random-weight sentence-transformers model built here, and the real multilingual-e5-small)."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from beirx.evaluate.metrics import evaluate  # noqa: E402
 from beirx.language_packs import get_pack  # noqa: E402
 from beirx.publish.mteb_task import local_task  # noqa: E402
 from beirx.publish.mteb_results import dataset_revision  # noqa: E402
-from beirx.publish.mteb_task import build_spec, build_task_class, register_task, write_task_file  # noqa: E402
+from beirx.publish.mteb_task import build_spec, build_task_class, write_task_file  # noqa: E402
 
 MANIFEST = dict(name="scifact", src="en", tgt="pl",
                 translator={"backend": "ctranslate2", "model": "nllb-200-distilled-600M", "revision": "abc123"})
@@ -70,15 +71,34 @@ def test_identical_ids_follow_the_catalogue(tmp_path):
                       name="NFCorpus-PL-mine").ignore_identical_ids is False
 
 
-def test_register_and_get_task(tmp_path):
-    spec = build_spec(_translated(tmp_path), dataset_path="x/y", dataset_revision="r", name="MyTask-PL")
-    cls = build_task_class(spec)
-    register_task(cls)
-    assert isinstance(mteb.get_task("MyTask-PL"), cls)
-    assert [t.metadata.name for t in mteb.get_tasks(tasks=["MyTask-PL"])] == ["MyTask-PL"]
-    register_task(build_task_class(build_spec(_translated(tmp_path), dataset_path="x/z", dataset_revision="r",
-                                              name="MyTask-PL")))  # a beirx task can be replaced
-    assert mteb.get_task("MyTask-PL").metadata.dataset["path"] == "x/z"
+def test_task_object_runs_and_its_results_load_with_public_api(tiny_dataset, tmp_path):
+    """What a user of a beirx task needs, through mteb's public API only: the task object runs with
+    ``mteb.evaluate``, its ``TaskResult`` file loads, validates against the task and scores, ``ResultCache``
+    loads it back and a ``Benchmark`` of the task makes beirx's results table. mteb's registry is left alone:
+    ``mteb.get_task`` knows only mteb's own tasks, and a name of one of them is refused."""
+    from beirx.evaluate import mteb_bm25
+    from beirx.publish.mteb_benchmark import results_table
+
+    cls, spec = local_task(BeirDataset(tiny_dataset, name="tiny"), name="Tiny-public")
+    with pytest.raises(KeyError):
+        mteb.get_task("Tiny-public")
+    cache = mteb.ResultCache(tmp_path / "r")
+    result = mteb.evaluate(mteb_bm25.model(lang="en"), cls(), cache=cache, overwrite_strategy="always",
+                           show_progress_bar=False)
+    [ran] = result.task_results
+    assert ran.task_name == "Tiny-public" and ran.dataset_revision == spec.dataset_revision
+    [path] = (tmp_path / "r" / "results").glob("beirx__bm25-en/*/Tiny-public.json")
+    loaded = mteb.TaskResult.from_disk(path)
+    assert loaded.task_name == "Tiny-public" and loaded.get_score() == ran.get_score() > 0
+    assert loaded.validate_and_filter_scores(task=cls()).get_score() == ran.get_score()
+    [model_result] = cache.load_results(tasks=[cls()], require_model_meta=False, include_remote=False).model_results
+    assert [r.get_score() for r in model_result.task_results] == [ran.get_score()]
+    again = mteb.evaluate(mteb_bm25.model(lang="en"), cls(), cache=cache, overwrite_strategy="only-missing",
+                          show_progress_bar=False)  # found in the cache by the task object, not run again
+    assert again.task_results[0].get_score() == ran.get_score()
+    header, rows = results_table(mteb.Benchmark(name="B", tasks=[cls()]), tmp_path / "r")
+    assert header == ["model", "Tiny-public", "Mean(Task)"]
+    assert rows == [["beirx/bm25-en", ran.get_score(), ran.get_score()]]
     with pytest.raises(BeirxError, match="mteb already has a task named SciFact-PL"):
         build_spec(_translated(tmp_path), dataset_path="x/y", dataset_revision="r", name="SciFact-PL")
     assert mteb.get_task("SciFact-PL").metadata.dataset["path"] == "mteb/SciFact-PL"  # built-in untouched
@@ -147,7 +167,7 @@ def test_mteb_evaluate_runs_offline_and_agrees_with_beirx(tiny_dataset, tiny_st_
     dataset = BeirDataset(tiny_dataset, name="tiny")
     cls, spec = local_task(dataset, name="Tiny-beirx")
     assert spec.dataset_path.startswith(str(tmp_path)) and spec.dataset_revision.startswith("local-")
-    task_result, run = _mteb_run(mteb.get_task("Tiny-beirx"), st.SentenceTransformer(str(tiny_st_model)), tmp_path)
+    task_result, run = _mteb_run(cls(), st.SentenceTransformer(str(tiny_st_model)), tmp_path)
     assert task_result.task_name == "Tiny-beirx" and task_result.dataset_revision == spec.dataset_revision
     beirx_side = run_experiment(dataset, get_pack("en"), "test", SystemSpec("bm25"), tmp_path / "bm25",
                                 show_progress=False, use_cache=False)
@@ -182,7 +202,7 @@ def test_e5_small_slice_mteb_equals_beirx_dense(e5_small, scifact_dir, tmp_path)
     assert spec.name == "SciFact-beirx"
     prompts = dict(mteb.get_model_meta("intfloat/multilingual-e5-small").loader_kwargs["model_prompts"])
     assert prompts == {"query": "query: ", "document": "passage: "}
-    task_result, _ = _mteb_run(mteb.get_task(spec.name), st.SentenceTransformer(str(e5_small), device="cpu"),
+    task_result, _ = _mteb_run(cls(), st.SentenceTransformer(str(e5_small), device="cpu"),
                                tmp_path, prompts)
     outcome = run_experiment(dataset, get_pack("en"), "test",
                              SystemSpec("dense", {"model": str(e5_small), "batch_size": 8}), tmp_path / "beirx",

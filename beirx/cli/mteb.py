@@ -13,7 +13,7 @@ from beirx.publish import verification
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
-    task = sub.add_parser("task", help="build, register and write an MTEB retrieval task for a dataset",
+    task = sub.add_parser("task", help="build and write an MTEB retrieval task for a dataset",
                           description="Export the dataset in MTEB's layout, build its TaskMetadata and "
                                       "AbsTaskRetrieval class, and write a standalone task file for an mteb PR.")
     task.add_argument("path", metavar="DATASET", help="BEIR folder, catalogue name or hf:ORG/NAME")

@@ -22,6 +22,7 @@ beirx's own systems) with ``ResultCache.load_results(tasks=benchmark)`` and rend
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import logging
 import re
@@ -185,12 +186,18 @@ def evaluate_benchmark(benchmark, model_name: str, results_dir: Path | str, batc
 
 
 def results_table(benchmark, results_dir: Path | str) -> tuple[list[str], list[list[Any]]]:
-    """``(header, rows)``: per model, the main score of every task and ``Mean(Task)``, best mean first."""
+    """``(header, rows)``: per model, the main score of every task and ``Mean(Task)``, best mean first.
+
+    ``get_score`` is asked for ``Mean(Task)`` alone: mteb's other default aggregations (``Mean(TaskType)``, the
+    per-type means) read ``TaskResult.task``, which looks the task up by name in mteb's own registry, where a
+    task built by beirx is not (the results are validated against the benchmark's task objects instead)."""
     mteb = require_mteb()
+    from mteb.benchmarks.benchmark import BenchmarkAggregation
+
     results = mteb.ResultCache(results_dir).load_results(tasks=benchmark, require_model_meta=False,
                                                          include_remote=False)
     tasks = [task.metadata.name for task in benchmark.tasks]
-    means = benchmark.get_score(results)
+    means = dataclasses.replace(benchmark, aggregations=(BenchmarkAggregation.MEAN_TASK,)).get_score(results)
     rows = []
     for model_result in results.join_revisions():
         scores = {r.task_name: r.get_score() for r in model_result.task_results}

@@ -12,15 +12,18 @@ catalogue, which follows MTEB's per-task setting.
 A task name MTEB already uses for another dataset (its own ``SciFact-PL`` is BEIR-PL's translation) is
 never reused silently: the name gets a ``-beirx`` suffix, so results of the two can never be confused.
 
-:func:`register_task` adds the class to mteb's task registry in this process, so ``mteb.get_task(name)``
-and ``mteb.TaskResult`` work; pointed at a local export it runs offline. :func:`task_source` writes the
-same class as a standalone Python file for a pull request to mteb (dataset path = the Hub repository).
+The class is used as an object, never by name: ``mteb.evaluate(model, cls())`` runs it (pointed at a local
+export, offline) and saves its ``TaskResult``; mteb's registry (``mteb.get_task(name)``) knows only its own
+tasks and has no public registration call, so beirx adds nothing to it. The few mteb conveniences that look a
+task up by name (``TaskResult.task``, ``validate_and_filter_scores()`` without a task, the per-type benchmark
+means) are not on beirx's paths: they get the task object instead (``load_results(tasks=...)``), see
+:func:`beirx.publish.mteb_benchmark.results_table`. :func:`task_source` writes the same class as a standalone
+Python file for a pull request to mteb (dataset path = the Hub repository), where mteb registers it itself.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import logging
 import os
 import re
@@ -40,7 +43,6 @@ from beirx.publish.python_literals import citation_literal, literal, string_lite
 log = logging.getLogger(__name__)
 
 MAIN_SCORE = "ndcg_at_10"
-_REGISTERED_MARK = "_beirx_task"
 
 
 @dataclass
@@ -117,14 +119,14 @@ def _license(value: str | None) -> str:
 
 
 def _builtin_task(name: str):
-    """The class MTEB itself registers under ``name`` (not one beirx added), else None: looked up with mteb's
-    public ``mteb.get_task`` (a ``KeyError`` for an unknown name; the instance is cheap, no data is loaded)."""
+    """The class MTEB itself has under ``name``, else None: looked up with mteb's public ``mteb.get_task`` (a
+    ``KeyError`` for an unknown name; the instance is cheap, no data is loaded). beirx registers nothing, so
+    every name mteb knows is one of its own tasks."""
     mteb = require_mteb()
     try:
-        cls = type(mteb.get_task(name))
+        return type(mteb.get_task(name))
     except KeyError:
         return None
-    return None if getattr(cls, _REGISTERED_MARK, False) else cls
 
 
 def default_task_name(dataset: BeirDataset, translated: bool) -> tuple[str, Any]:
@@ -236,25 +238,7 @@ def build_task_class(spec: TaskSpec):
         "__doc__": f"{spec.name}: built by beirx from {spec.dataset_path}@{spec.dataset_revision}.",
         "metadata": metadata,
         "ignore_identical_ids": spec.ignore_identical_ids,
-        _REGISTERED_MARK: True,
     })
-
-
-def register_task(cls) -> None:
-    """Make ``mteb.get_task(cls.metadata.name)`` (and ``mteb.get_tasks``) return ``cls`` in this process.
-
-    mteb 2.x has no public registration call (its tasks are found by importing ``mteb.tasks`` once), while
-    ``mteb.get_task`` and ``TaskResult`` (``.task``, score validation) look a task up by name in the
-    module-level ``_TASKS_REGISTRY`` dict of ``mteb.get_tasks``, read at call time. So this one write to it
-    is the only use of an mteb private name; ``TASK_LIST`` (public) is kept in step for ``mteb.get_tasks``.
-    Re-registering a beirx task replaces it; a built-in task is never replaced.
-    """
-    registry = importlib.import_module("mteb.get_tasks")  # the module (``mteb.get_tasks`` is also a function)
-    name = cls.metadata.name
-    if _builtin_task(name) is not None:
-        raise BeirxError(f"mteb already has a task named {name}; choose another name")
-    registry._TASKS_REGISTRY[name] = cls
-    registry.TASK_LIST = tuple(t for t in registry.TASK_LIST if t.metadata.name != name) + (cls,)
 
 
 def task_source(spec: TaskSpec) -> str:
@@ -342,13 +326,13 @@ def hub_revision(repo_id: str, endpoint: str | None = None) -> str:
 
 
 def local_task(dataset, export_dir: Path | None = None, name: str | None = None, **thresholds):
-    """Export ``dataset`` in MTEB's layout (reused when unchanged), build and register its task class.
+    """Export ``dataset`` in MTEB's layout (reused when unchanged) and build its task class, pointed at the export:
+    ``(cls, spec)``; run it with ``mteb.evaluate(model, cls())`` (nothing is registered with mteb).
     ``thresholds``: ``min_review_items``/``min_review_alpha`` of :mod:`beirx.publish.verification`."""
     from beirx.data.cache import cache_dir
     from beirx.data.front_matter import read_front_matter
     from beirx.publish.hub import export_dataset
     from beirx.publish.mteb_results import local_revision
-    from beirx.publish.mteb_task import build_spec, build_task_class, register_task
 
     checksum = dataset.checksum().split(":")[-1]
     folder = export_dir or cache_dir("hub") / "mteb" / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', dataset.name)}-" \
@@ -358,9 +342,7 @@ def local_task(dataset, export_dir: Path | None = None, name: str | None = None,
         export_dataset(dataset, folder, **thresholds)
     spec = build_spec(dataset, dataset_path=str(folder), dataset_revision=local_revision(dataset.checksum()),
                       name=name, **thresholds)
-    cls = build_task_class(spec)
-    register_task(cls)
-    return cls, spec
+    return build_task_class(spec), spec
 
 
 def mteb_encoder(model_name: str):
