@@ -10,30 +10,35 @@ from typing import Any
 
 from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, PromptFile, backend_for, connect
+from beirx.options import Option
 
-
-def add_llm_arguments(group) -> None:
-    """The flags of both LLM rerankers (their ``shared_flags``: declared once)."""
-    group.add_argument("--llm-prompt-file", type=Path,
-                       help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the "
-                            "keys it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")
-    group.add_argument("--llm-base-url", help="llm-pointwise, llm-listwise: an OpenAI-compatible server (e.g. "
-                                              "http://127.0.0.1:8080/v1); --reranker-model is its model name. "
-                                              "Default: the model runs in this process (transformers)")
+#: The options of both LLM rerankers' connection (one flag each, ``--llm-`` before the option's name). The hook
+#: for the LLM connection's own options record: a reranker's :attr:`~beirx.evaluate.rerankers.base.Reranker.OPTIONS`
+#: include these, and the flags are generated from them.
+LLM_OPTIONS: tuple[Option, ...] = (
+    Option("prompt_file", flag="--llm-prompt-file",
+           help="TOML file overriding the LLM rerankers' prompts (only the keys it changes; see "
+                "beirx/evaluate/rerankers/llm_prompts.toml)"),
+    Option("base_url", flag="--llm-base-url",
+           help="an OpenAI-compatible server (e.g. http://127.0.0.1:8080/v1); --reranker-model is its model name. "
+                "Default: the model runs in this process (transformers)"),
+)
 
 
 class LLMReranker:
     """The parts of a reranker that asks an :class:`beirx.models.llm.LLM` (mixed in before the reranker base)."""
 
-    shared_flags = (add_llm_arguments,)
     model_kind = "causal-lm"  # in this process (model_is_local); a server's model is not a folder
 
     @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        params = super().params_from_args(args)
-        for param, flag in (("prompt_file", "llm_prompt_file"), ("base_url", "llm_base_url")):
-            if getattr(args, flag, None):
-                params[param] = str(getattr(args, flag))
+    def flag_params(cls, given) -> dict[str, Any]:
+        """The prompt file (as a path, written as text) and the server, when given."""
+        params = super().flag_params(given)
+        for param in ("prompt_file", "base_url"):
+            if not params.get(param):
+                params.pop(param, None)
+        if "prompt_file" in params:
+            params["prompt_file"] = str(Path(params["prompt_file"]))
         return params
 
     def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, **options: Any) -> None:

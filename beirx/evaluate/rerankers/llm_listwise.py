@@ -32,10 +32,11 @@ from typing import Any
 from beirx.argtypes import non_negative_float, positive_float, positive_int
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
-from beirx.evaluate.rerankers.base import Reranker
-from beirx.evaluate.rerankers.llm_common import LLMReranker
+from beirx.evaluate.rerankers.base import Reranker, common_options
+from beirx.evaluate.rerankers.llm_common import LLM_OPTIONS, LLMReranker
 from beirx.evaluate.rerankers.permutation import PermutationStats, parse_permutation
 from beirx.models.llm import LLM, LLMRequestError, Prices, Request, UsageMeter
+from beirx.options import Option
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
@@ -64,16 +65,22 @@ class _Ranking:
 class LLMListwiseReranker(LLMReranker, Reranker):
     name = "llm-listwise"
     not_score_defining = (*Reranker.not_score_defining, "usage")
-    PARAMS = {**Reranker.PARAMS, "max_tokens": positive_int, "timeout": positive_float, "chunk_queries": positive_int}
-    FLAGS = {"window": ("--llm-window", positive_int, "passages per window"),
-             "step": ("--llm-step", positive_int, "window step"),
-             "passage_words": ("--llm-passage-words", positive_int, "words kept of each passage"),
-             "concurrency": ("--llm-concurrency", positive_int, "requests in flight to the server"),
-             "price_input": ("--llm-price-input", non_negative_float, "USD per million prompt tokens, for the cost "
-                                                                      "reported"),
-             "price_output": ("--llm-price-output", non_negative_float, "USD per million generated tokens"),
-             "max_cost": ("--llm-max-cost", non_negative_float, "stop before the reported cost could exceed this "
-                                                                "many USD")}
+    OPTIONS = (*common_options(batch_size=4)[:2],  # no length limit: passages are cut by words
+               Option("max_tokens", positive_int, flag=""), Option("timeout", positive_float, default=300.0, flag=""),
+               Option("chunk_queries", positive_int, default=32, flag=""),
+               Option("window", positive_int, default=20, flag="--llm-window", help="passages per window"),
+               Option("step", positive_int, default=10, flag="--llm-step", help="window step"),
+               Option("passage_words", positive_int, default=100, flag="--llm-passage-words",
+                      help="words kept of each passage"),
+               Option("concurrency", positive_int, default=8, flag="--llm-concurrency",
+                      help="requests in flight to the server"),
+               Option("price_input", non_negative_float, default=0.0, flag="--llm-price-input",
+                      help="USD per million prompt tokens, for the cost reported"),
+               Option("price_output", non_negative_float, default=0.0, flag="--llm-price-output",
+                      help="USD per million generated tokens"),
+               Option("max_cost", non_negative_float, flag="--llm-max-cost",
+                      help="stop before the reported cost could exceed this many USD"),
+               *LLM_OPTIONS)
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  window: int = 20, step: int = 10, passage_words: int = 100, max_tokens: int | None = None,

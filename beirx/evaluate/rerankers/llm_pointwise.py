@@ -21,16 +21,18 @@ Liang et al. 2022, HELM, and Zhuang et al. 2023, "Beyond Yes and No").
 
 from __future__ import annotations
 
-import numpy as np
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from beirx.argtypes import positive_float, positive_int
 from beirx.errors import BeirxError
-from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker, common_options
 from beirx.evaluate.rerankers.inference import length_batches
-from beirx.evaluate.rerankers.llm_common import LLMReranker
+from beirx.evaluate.rerankers.llm_common import LLM_OPTIONS, LLMReranker
 from beirx.models.llm import LLM, Request
+from beirx.options import Option
 
 SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the yes tokens",
           "yes-no": "log P(yes) - log(P(yes) + P(no)): log-softmax over the yes and no tokens (monoT5-style)"}
@@ -38,10 +40,13 @@ SCORES = {"yes": "log P(yes): log of the summed next-token probabilities of the 
 
 class LLMPointwiseReranker(LLMReranker, PairwiseReranker):
     name = "llm-pointwise"
-    PARAMS = {**PairwiseReranker.PARAMS, "concurrency": positive_int, "timeout": positive_float}
-    FLAGS = {"max_length": ("--llm-max-length", positive_int, "tokens per prompt; longer documents are cut"),
-             "score": ("--llm-score", tuple(SCORES), "log P(yes) over the vocabulary (yes), or normalised over the "
-                                                     "yes and no tokens (yes-no, as monoT5)")}
+    OPTIONS = (*common_options(batch_size=8, max_length=1024, max_length_flag="--llm-max-length"),
+               Option("concurrency", positive_int, default=8, flag=""),
+               Option("timeout", positive_float, default=120.0, flag=""),
+               Option("score", choices=tuple(SCORES), default="yes", flag="--llm-score",
+                      help="log P(yes) over the vocabulary (yes), or normalised over the yes and no tokens (yes-no, "
+                           "as monoT5)"),
+               *LLM_OPTIONS)
 
     def __init__(self, model: str, *, lang: str = "en", base_url: str | None = None, backend: str | None = None,
                  batch_size: int = 8, max_length: int = 1024, device: str | None = None, prompt_file: str | None = None,
