@@ -66,13 +66,14 @@ def test_replicas_share_an_endpoints_budgets_others_keep_their_options():
 
 
 def test_llm_flags_become_options_only_when_given():
-    import argparse
+    from beirx.cli import build_parser
+    from beirx.cli.translate import request_from_args
 
-    from beirx.translate.llm.translator import LLMTranslator
+    def options(*flags):
+        argv = ["translate", "--dataset", "d", "--lang", "es", "--translator", "openai", *flags]
+        return request_from_args(build_parser(argv).parse_args(argv))
 
-    parser = argparse.ArgumentParser()
-    LLMTranslator.add_arguments(parser.add_argument_group("LLM"))
-    assert LLMTranslator.params_from_args(parser.parse_args([])) == {}
-    args = parser.parse_args(["--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch"])
-    assert LLMTranslator.params_from_args(args) == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
-    assert (args.batch, args.batch_poll) == (True, None)  # the runner's (None: the Batch executor's default)
+    assert options().options == {}
+    request = options("--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch")
+    assert request.options == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
+    assert (request.batch, request.batch_poll) == (True, None)  # the runner's (None: the Batch executor's default)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 
-from beirx.cli.types import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.cli import show_progress
+from beirx.cli.flags import add_options, given
+from beirx.cli.types import comma_list, non_negative_int, output_dir, positive_int, seed
 from beirx.errors import BeirxError
 
 
@@ -39,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
     for name in QUALITY_METHODS.in_order():
-        QUALITY_METHODS.get(name).add_arguments(parser.add_argument_group(f"quality method {name}"))
+        if QUALITY_METHODS.get(name).OPTIONS:
+            add_options(parser.add_argument_group(f"quality method {name}"), QUALITY_METHODS.get(name).OPTIONS)
 
 
 def run(args) -> int:
@@ -49,8 +51,12 @@ def run(args) -> int:
 
     source, translated = resolve_translation(args.translated, args.source, args.lang, args.src)
     src, lang = source.lang, translated.lang
-    methods = [m for m in (QUALITY_METHODS.get(name).from_args(args, src, lang) for name in QUALITY_METHODS.in_order())
-               if m is not None]
+    methods = []
+    for name in QUALITY_METHODS.in_order():
+        cls = QUALITY_METHODS.get(name)
+        method = cls.from_options(given(args, cls.OPTIONS), src, lang, use_cache=not args.no_cache)
+        if method is not None:
+            methods.append(method)
     try:
         report = run_quality(source, translated, args.output, methods=methods, encoder=args.encoder,
                              encoder_revision=args.encoder_revision, src_lang=src, tgt_lang=lang,

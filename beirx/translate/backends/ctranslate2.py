@@ -29,7 +29,8 @@ from beirx.errors import require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum, model_revision
-from beirx.argtypes import non_negative_int, option
+from beirx.argtypes import non_negative_int, option, positive_int
+from beirx.translate.backends.base import setting
 from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
                                            load_tokenizer)
 
@@ -78,6 +79,14 @@ class CT2Translator(TokenizedTranslator):
     name = "ctranslate2"
     max_batch_size = 32
     keeps_placeholders = False
+
+    OPTIONS = (setting("beam_size", positive_int, 4), setting("max_decoding_length", positive_int),
+               setting("min_decoding_length", non_negative_int, 0), setting("device", default="auto"),
+               setting("compute_type", default="auto"), setting("quantization", default="int8"),
+               setting("intra_threads", non_negative_int, 0), setting("revision", help="Hub revision of --model"),
+               setting("src_code", help="the model's code of the source language"),
+               setting("tgt_code", help="the model's code of the target language"),
+               setting("tokenizer", help="the tokenizer's folder or Hub id (default: the model's)"))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, beam_size: Any = 4,
                  max_decoding_length: Any = None, min_decoding_length: Any = 0, device: str = "auto",

@@ -19,12 +19,14 @@ from beirx.argtypes import option, positive_int
 from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM, UsageMeter
+from beirx.translate.backends.base import setting
 from beirx.translate.llm.translator import LLMTranslator
 
 
 class HFLLMTranslator(LLMTranslator):
     name = "hf-llm"
     model_kind = "causal-lm"
+    OPTIONS = (*LLMTranslator.OPTIONS, setting("device"), setting("batch_size", default=8))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):

@@ -23,12 +23,23 @@ from typing import Any
 
 from beirx.argtypes import non_negative_float, option, positive_float, positive_int
 from beirx.models.llm import Endpoint, LLMClient, UsageMeter
+from beirx.options import Option
+from beirx.translate.backends.base import setting
 from beirx.translate.llm.translator import LLMTranslator
 
 
 class OpenAITranslator(LLMTranslator):
     name = "openai"
     supports_batch_api = True  # ``--batch``: :class:`beirx.translate.llm.batch.BatchExecutor` uses ``llm``
+    OPTIONS = (*LLMTranslator.OPTIONS,
+               Option("base_url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: "
+                                       "$OPENAI_BASE_URL, else OpenAI's API; the key only from $OPENAI_API_KEY)"),
+               Option("concurrency", positive_int, default=8, help="requests in flight"),
+               Option("timeout", positive_float, default=120.0,
+                      help="seconds a request attempt may go without progress (no answer yet, no new token); an "
+                           "attempt ends after 10x that in all"),
+               setting("deadline"), setting("attempts", default=6), setting("backoff", default=1.0),
+               setting("breaker_failures", default=10), setting("breaker_seconds", default=30.0))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  concurrency: int | str = 8, timeout: float | str = 120.0, deadline: float | str | None = None,

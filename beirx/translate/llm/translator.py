@@ -23,11 +23,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import checked, non_negative_float, non_negative_int, option, positive_float, positive_int
+from beirx.argtypes import checked, non_negative_float, non_negative_int, option, positive_int
 from beirx.errors import BeirxError
 from beirx.models.llm import CHAT, LLM, LLMRequestError, Prices, Reply, Request, TokenCounter, Usage
 from beirx.models.llm.engine import REFUSED, Attempts, Unit, UnitEngine, Verdict
-from beirx.translate.backends.base import Translator
+from beirx.options import Option
+from beirx.translate.backends.base import Translator, setting
 from beirx.translate.llm.glossary import Glossary
 from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
 from beirx.translate.llm.prompts import TranslationPrompts
@@ -40,55 +41,38 @@ log = logging.getLogger(__name__)
 
 at_least_16 = checked(int, lambda v: v >= 16, "at least 16", "at_least_16")
 int_ = checked(int, lambda v: True, "an integer", "int_")
+def path_text(text: str) -> str:
+    """A file's path, as text (how the backend records it)."""
+    return str(Path(text))
+
+
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
 
 
 class LLMTranslator(Translator):
-    """Options (``--translator-option KEY=VALUE``): those of the flags below (:meth:`add_arguments` says what
-    each means and its default), and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds``
-    (``LO,HI``: the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
+    """Options (``--translator-option KEY=VALUE``, and the flags of those declared with one): :attr:`OPTIONS`
+    says what each means and its default."""
 
-    #: ``beirx translate`` flags and the options they set (each given only when used, so a backend that lacks
-    #: the option, e.g. ``hf-llm`` and ``base_url``, refuses it by name).
     flags_title = "LLM translators"
-    _FLAG_OPTIONS = ("base_url", "api", "concurrency", "timeout", "retries", "fallback", "prompt_file", "glossary",
-                     "unit_tokens", "price_in", "price_out")
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://localhost:8000/v1 (default: "
-                                              "$OPENAI_BASE_URL, else OpenAI's API; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--api", choices=("chat", "completions"),
-                           help="chat completions (default), or few-shot plain completions for base models")
-        group.add_argument("--concurrency", type=positive_int, help="requests in flight (default 8)")
-        group.add_argument("--timeout", type=positive_float, help="seconds a request attempt may go without progress "
-                           "(no answer yet, no new token; default 120); an attempt ends after 10x that in all")
-        group.add_argument("--retries", type=non_negative_int,
-                           help="rejected answers sent again with a stricter prompt (default 2)")
-        group.add_argument("--fallback", metavar="TRANSLATOR",
-                           help="backend for units still rejected after the retries (e.g. apertium, hf); "
-                                "default: write them flagged")
-        group.add_argument("--prompt-file", type=Path, help="TOML file overriding beirx's prompts (see "
-                                                            "beirx/translate/llm/prompts.toml)")
-        group.add_argument("--glossary", type=Path, help="TSV: term TAB translation, or a term alone (keep it)")
-        group.add_argument("--unit-tokens", type=positive_int,
-                           help="document unit budget in tokens; longer documents split at paragraphs, then "
-                                "sentences (default 1000)")
-        group.add_argument("--price-in", type=non_negative_float, metavar="USD",
-                           help="USD per million input tokens (cost in the manifest, --dry-run, --max-cost)")
-        group.add_argument("--price-out", type=non_negative_float, metavar="USD", help="USD per million output tokens")
-        group.add_argument("--batch", action="store_true",
-                           help="openai: send the units through the OpenAI Batch API (about half price on hosted "
-                                "APIs, done within 24 h); a rerun resumes the batch in flight")
-        group.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the Batch executor's
-                           help="how often --batch asks whether the batch is done (default 30)")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """The LLM flags that were given (``--max-cost`` reaches the ``max_cost`` option through the runner)."""
-        params = {key: getattr(args, key) for key in cls._FLAG_OPTIONS if getattr(args, key, None) is not None}
-        return {k: str(v) if isinstance(v, Path) else v for k, v in params.items()}
+    OPTIONS = (
+        Option("api", choices=("chat", "completions"), default=CHAT,
+               help="chat completions, or few-shot plain completions for base models"),
+        Option("retries", non_negative_int, default=2, help="rejected answers sent again with a stricter prompt"),
+        Option("fallback", metavar="TRANSLATOR", help="backend for units still rejected after the retries (e.g. "
+                                                      "apertium, hf); default: write them flagged"),
+        Option("prompt_file", path_text, help="TOML file overriding beirx's prompts (see "
+                                              "beirx/translate/llm/prompts.toml)"),
+        Option("glossary", path_text, help="TSV: term TAB translation, or a term alone (keep it)"),
+        Option("unit_tokens", positive_int, default=1000,
+               help="document unit budget in tokens; longer documents split at paragraphs, then sentences"),
+        Option("price_in", non_negative_float, default=0.0, metavar="USD",
+               help="USD per million input tokens (cost in the manifest, --dry-run, --max-cost)"),
+        Option("price_out", non_negative_float, default=0.0, metavar="USD", help="USD per million output tokens"),
+        setting("temperature", default=0.0), setting("seed", default=0),
+        setting("length_bounds", help="LO,HI: the output/source length ratios accepted"),
+        setting("max_cost", help="USD (--max-cost)"),
+    )
 
     document_units = True  # see the base; ``unit_tokens`` is set by the constructor
     keeps_placeholders = False  # small models mangle ⟦0⟧; URLs and numbers are checked by the validation

@@ -34,6 +34,7 @@ from beirx.argtypes import non_negative_float, non_negative_int, positive_float,
 from beirx.data.cache import cache_dir
 from beirx.errors import BeirxError
 from beirx.models.llm import BACKENDS, LLM
+from beirx.options import Option
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
 from beirx.translate.planning import chunks
@@ -76,51 +77,49 @@ class LLMJudge(QualityMethod):
         self.sample, self.retries, self.min_score, self.max_tokens = sample, retries, min_score, max_tokens
         self.prices, self.max_cost, self.use_cache = Prices(price_in, price_out), max_cost, use_cache
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--judge", choices=BACKENDS, help="score translations with an LLM judge (GEMBA-MQM errors "
-                                                             "and a 0-100 score): through an OpenAI-compatible server, "
-                                                             "or a causal LM in this process (transformers)")
-        group.add_argument("--judge-model", metavar="M", help="the judge's model, as the server names it (transformers: "
-                                                              "a model folder or Hub id)")
-        group.add_argument("--judge-base-url", metavar="URL", help="the server, e.g. http://localhost:8000/v1 (default: "
-                                                                   "$OPENAI_BASE_URL; the key only from $OPENAI_API_KEY)")
-        group.add_argument("--judge-sample", type=rows_to_score, default=DEFAULT_SAMPLE, metavar="N|all|qrels:SPLIT",
-                           help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and "
-                                f"documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
-        group.add_argument("--judge-retries", type=non_negative_int, default=2,
-                           help="a malformed answer is asked again this many times, then recorded missing (default 2)")
-        group.add_argument("--judge-min-score", type=non_negative_float, default=50.0,
-                           help="flag rows the judge scores below this (0-100, default 50)")
-        group.add_argument("--judge-max-tokens", type=positive_int, default=512, help="answer length limit (default 512)")
-        group.add_argument("--judge-concurrency", type=positive_int, default=8,
-                           help="requests in flight (default 8; 1 for a server that answers one at a time)")
-        group.add_argument("--judge-timeout", type=positive_float, default=120.0,
-                           help="seconds a request attempt may go without progress (default 120)")
-        group.add_argument("--judge-prompt-file", type=Path,
-                           help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)")
-        group.add_argument("--judge-max-cost", type=non_negative_float, metavar="USD",
-                           help="stop before the judge's spending would exceed this (with --judge-price-in/-out)")
-        group.add_argument("--judge-price-in", type=non_negative_float, default=0.0, metavar="USD",
-                           help="USD per million input tokens")
-        group.add_argument("--judge-price-out", type=non_negative_float, default=0.0, metavar="USD",
-                           help="USD per million output tokens")
+    OPTIONS = (
+        Option("backend", choices=BACKENDS, flag="--judge",
+               help="score translations with an LLM judge (GEMBA-MQM errors and a 0-100 score): through an "
+                    "OpenAI-compatible server, or a causal LM in this process (transformers)"),
+        Option("model", flag="--judge-model", metavar="M",
+               help="the judge's model, as the server names it (transformers: a model folder or Hub id)"),
+        Option("base_url", flag="--judge-base-url", metavar="URL",
+               help="the server, e.g. http://localhost:8000/v1 (default: $OPENAI_BASE_URL; the key only from "
+                    "$OPENAI_API_KEY)"),
+        Option("sample", rows_to_score, default=DEFAULT_SAMPLE, flag="--judge-sample", metavar="N|all|qrels:SPLIT",
+               help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
+                    "SPLIT qrels judge)"),
+        Option("retries", non_negative_int, default=2, flag="--judge-retries",
+               help="a malformed answer is asked again this many times, then recorded missing"),
+        Option("min_score", non_negative_float, default=50.0, flag="--judge-min-score",
+               help="flag rows the judge scores below this (0-100)"),
+        Option("max_tokens", positive_int, default=512, flag="--judge-max-tokens", help="answer length limit"),
+        Option("concurrency", positive_int, default=8, flag="--judge-concurrency",
+               help="requests in flight (1 for a server that answers one at a time)"),
+        Option("timeout", positive_float, default=120.0, flag="--judge-timeout",
+               help="seconds a request attempt may go without progress"),
+        Option("prompt_file", Path, flag="--judge-prompt-file",
+               help="TOML file overriding the judge's prompts (see beirx/translate/quality/judge_prompts.toml)"),
+        Option("max_cost", non_negative_float, flag="--judge-max-cost", metavar="USD",
+               help="stop before the judge's spending would exceed this (with --judge-price-in/-out)"),
+        Option("price_in", non_negative_float, default=0.0, flag="--judge-price-in", metavar="USD",
+               help="USD per million input tokens"),
+        Option("price_out", non_negative_float, default=0.0, flag="--judge-price-out", metavar="USD",
+               help="USD per million output tokens"),
+    )
 
     @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> LLMJudge | None:
-        if not args.judge:
-            if args.judge_model:
+    def from_options(cls, given, src: str, tgt: str, use_cache: bool = True) -> LLMJudge | None:
+        options = dict(given)
+        backend, model = options.pop("backend", None), options.pop("model", None)
+        if not backend:
+            if model:
                 raise BeirxError("--judge-model needs --judge openai")
             return None
-        if not args.judge_model:
-            raise BeirxError(f"--judge {args.judge} needs --judge-model (" + (
-                "the model name the server lists)" if args.judge == "openai" else "a model folder or Hub id)"))
-        return cls(args.judge_model, backend=args.judge, base_url=args.judge_base_url,
-                   device=getattr(args, "device", None), sample=args.judge_sample, retries=args.judge_retries,
-                   min_score=args.judge_min_score, max_tokens=args.judge_max_tokens,
-                   concurrency=args.judge_concurrency, timeout=args.judge_timeout, prompt_file=args.judge_prompt_file,
-                   max_cost=args.judge_max_cost, price_in=args.judge_price_in, price_out=args.judge_price_out,
-                   use_cache=not args.no_cache)
+        if not model:
+            raise BeirxError(f"--judge {backend} needs --judge-model (" + (
+                "the model name the server lists)" if backend == "openai" else "a model folder or Hub id)"))
+        return cls(model, backend=backend, use_cache=use_cache, **options)
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {**self.llm.describe(), **self.prompts.describe(), "retries": self.retries,
