@@ -15,7 +15,7 @@ from pathlib import Path
 
 from beirx.cli import show_progress
 from beirx.cli.flags import add_options, given
-from beirx.cli.types import non_negative_int, output_dir, positive_int, unit_weight
+from beirx.cli.types import output_dir, positive_int, unit_weight
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults, fusion
 
@@ -55,11 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fuse = parser.add_argument_group("fusion")
     fuse.add_argument("--fusion", action="append", choices=fusion.METHODS, default=None,
                       help="fuse all first-stage systems; repeat for several methods")
-    fuse.add_argument("--normalization", choices=tuple(fusion.NORMALIZATIONS), default=defaults.NORMALIZATION,
-                      help=f"score normalisation before a score-based fusion (default {defaults.NORMALIZATION})")
-    fuse.add_argument("--weights", help="comma-separated weights, one per first-stage system (default equal)")
-    fuse.add_argument("--rrf-k", type=non_negative_int, default=defaults.RRF_K,
-                      help=f"RRF constant k (default {defaults.RRF_K}, Cormack et al. 2009)")
+    add_options(fuse, fusion.OPTIONS)
     rerank = parser.add_argument_group("reranking")
     rerank.add_argument("--reranker", action="append", default=None,
                         help=f"reranker ({', '.join(RERANKERS.names())}); repeat to compare several on identical "

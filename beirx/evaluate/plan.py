@@ -55,6 +55,7 @@ from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.options import by_name
 from beirx.path_problems import link_problem
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
@@ -233,7 +234,7 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
         if weights is not None and not isinstance(weights, list):
             raise DataError(path, f"fusion {name!r}: 'weights' must be a list of numbers, one per input")
         return FusionSpec([ref(i) for i in inputs], entry["fusion"], entry.get("normalization", defaults.NORMALIZATION),
-                          weights, read_option("rrf_k", entry.get("rrf_k", defaults.RRF_K), non_negative_int), name=name)
+                          weights, by_name(fusion.OPTIONS)["rrf_k"].read(entry.get("rrf_k", defaults.RRF_K)), name=name)
     first = entry.get("first_stage")
     if not first:
         raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
@@ -314,6 +315,12 @@ def _first_stage_file(value: str | None, system_names: set[str]) -> Path | None:
     raise BeirxError(f"--first-stage {value!r} {what}; pass a TREC run file or one of: {', '.join(sorted(system_names))}")
 
 
+def _value(flags: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``flags[key]``, ``default`` when it was not given."""
+    value = flags.get(key)
+    return default if value is None else value
+
+
 def systems_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], dict[str, Any]]) -> dict[str, System]:
     """The systems the flags describe: every first stage, each ``--fusion`` of all of them, then each
     ``--reranker`` on every first stage and fusion (or only on ``--first-stage``). ``flags`` holds the command's
@@ -337,8 +344,8 @@ def systems_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], di
     for method in flags.get("fusion") or []:
         if len(inputs) < 2:
             raise BeirxError("--fusion needs at least two first-stage systems (repeat --retriever)")
-        firsts[method] = FusionSpec(inputs, method, flags.get("normalization", defaults.NORMALIZATION), weights,
-                                    flags.get("rrf_k", defaults.RRF_K))
+        firsts[method] = FusionSpec(inputs, method, _value(flags, "normalization", defaults.NORMALIZATION), weights,
+                                    _value(flags, "rrf_k", defaults.RRF_K))
     systems = dict(firsts)
     rerankers = flags.get("reranker") or []
     models = flags.get("reranker_model") or []
@@ -353,7 +360,7 @@ def systems_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], di
             if models:
                 own = {"model": models[i], **own}
             for base in bases:
-                spec = RerankSpec(base, name, own, flags.get("rerank_depth", defaults.RERANK_DEPTH),
+                spec = RerankSpec(base, name, own, _value(flags, "rerank_depth", defaults.RERANK_DEPTH),
                                   interpolation=flags.get("rerank_interpolation"))
                 systems[f"{spec.tag()}"] = spec
     return _named(systems, flags.get("name"))
@@ -389,5 +396,5 @@ def plan_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], dict[
         raise BeirxError(f"--dataset is a folder: pass the {pair.query!r} version's folder with --query-dataset")
     target = DatasetTarget(spec=dataset, pairs=[pair], paths=paths, base_lang=lang, lang_source=lang_source)
     return Plan(datasets=[target], systems=systems_from_flags(flags, params), output=flags.get("output"),
-                split=flags.get("split"), top_k=flags.get("top_k", defaults.TOP_K),
+                split=flags.get("split"), top_k=_value(flags, "top_k", defaults.TOP_K),
                 ignore_identical_ids=flags.get("ignore_identical_ids"))
