@@ -64,6 +64,14 @@ class Translator(ABC):
         return sorted(option.name for option in cls.OPTIONS)
 
     @classmethod
+    def read_option(cls, name: str, value: Any, default: Any = None) -> Any:
+        """One option's value (from code, a flag or ``--translator-option``) read by its declaration in
+        :attr:`OPTIONS`, the message naming the backend and the option; None or an empty value is ``default``."""
+        if value is None or value == "":
+            return default
+        return by_name(cls.OPTIONS)[name].read(value, f"{cls.name}: ")
+
+    @classmethod
     def read_options(cls, values: Mapping[str, Any]) -> dict[str, Any]:
         """``values`` (``--translator-option`` pairs, flags, a file) read by :attr:`OPTIONS`: a number by its type
         (NaN and infinity refused, naming the option), an undeclared key refused naming the declared ones; an empty

@@ -29,7 +29,7 @@ from beirx.errors import require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum, model_revision
-from beirx.argtypes import non_negative_int, option, positive_int
+from beirx.argtypes import non_negative_int, positive_int
 from beirx.translate.backends.base import setting
 from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
                                            load_tokenizer)
@@ -97,7 +97,7 @@ class CT2Translator(TokenizedTranslator):
         super().__init__(src, tgt, model, **options)
         beam_size, max_decoding_length, min_decoding_length = decoding_options(
             self.name, beam_size, max_decoding_length, min_decoding_length, ("max_decoding_length", "min_decoding_length"))
-        intra_threads = option(self.name, "intra_threads", intra_threads, non_negative_int, default=0)
+        intra_threads = self.read_option("intra_threads", intra_threads, default=0)
         ctranslate2 = require("ctranslate2", "translate", "the ctranslate2 translator")
         max_positions = None
         if is_converted(model):

@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from beirx.argtypes import option, positive_int
+from beirx.argtypes import positive_int
 from beirx.translate.backends.base import setting
 from beirx.translate.backends.http_api import (
     ApiError,
@@ -88,7 +88,7 @@ class GoogleTranslator(HttpApiTranslator):
         if api == "v3" and not self.project:
             raise ApiError("Google Cloud Translation v3 needs a project: --translator-option project=ID "
                            "or the environment variable GOOGLE_CLOUD_PROJECT")
-        self.max_request_chars = min(option(self.name, "max_request_chars", max_request_chars, positive_int),
+        self.max_request_chars = min(self.read_option("max_request_chars", max_request_chars),
                                      self.HARD_MAX_CHARS)
 
     @property
