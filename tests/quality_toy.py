@@ -4,6 +4,7 @@ characters of the translation per character of the source, flagged above ``--toy
 from __future__ import annotations
 
 from beirx.argtypes import positive_float
+from beirx.options import Option
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
 
 
@@ -15,14 +16,12 @@ class CharRatio(QualityMethod):
     def __init__(self, max_ratio: float = 1.5):
         self.max_ratio = max_ratio
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--toy", action="store_true", help="run the toy character-ratio method")
-        group.add_argument("--toy-max-ratio", type=positive_float, default=1.5, help="flag above this (default 1.5)")
+    OPTIONS = (Option("run", switch=True, flag="--toy", help="run the toy character-ratio method"),
+               Option("max_ratio", positive_float, default=1.5, flag="--toy-max-ratio", help="flag above this"))
 
     @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> CharRatio | None:
-        return cls(args.toy_max_ratio) if args.toy else None
+    def from_options(cls, given, src: str, tgt: str, use_cache: bool = True) -> CharRatio | None:
+        return cls(given.get("max_ratio", 1.5)) if given.get("run") else None
 
     @classmethod
     def report_lines(cls, report, field: str) -> list[str]:

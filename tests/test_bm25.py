@@ -168,7 +168,7 @@ def test_presets_explicit_values_and_contradictions():
 
 def _systems(*flags):
     from beirx.cli import build_parser
-    from beirx.evaluate.plan import systems_from_args
+    from beirx.cli.eval import systems_from_args
 
     argv = ["eval", "--dataset", "x", *flags]
     return list(systems_from_args(build_parser(argv).parse_args(argv)).values())

@@ -113,16 +113,16 @@ def test_index_names_are_valid_and_keyed():
 def test_registered_and_cli_parameters():
     assert "elasticsearch" in RETRIEVERS
     assert RETRIEVERS.get("elasticsearch") is es_retriever.ElasticsearchRetriever
+    from beirx.cli.flags import add_options, given
+
+    cls = es_retriever.ElasticsearchRetriever
     parser = argparse.ArgumentParser()
-    parser.add_argument("--k1", type=float, default=1.2)
-    parser.add_argument("--b", type=float, default=0.75)
-    parser.add_argument("--fields", default="multifield")
-    es_retriever.add_cli_arguments(parser.add_argument_group("es"))
-    defaults = es_retriever.params_from_args(parser.parse_args([]))
+    add_options(parser.add_argument_group("es"), cls.flag_options(), seen=set())
+    defaults = cls.flag_params(given(parser.parse_args([]), cls.flag_options()))
     assert defaults == {"analysis": "server", "fields": "multifield", "k1": 1.2, "b": 0.75}
     args = parser.parse_args(["--es-url", "https://es:9243", "--es-analysis", "client", "--no-es-verify",
                               "--es-shards", "4", "--es-replicas", "1", "--fields", "flat", "--k1", "0.9"])
-    assert es_retriever.params_from_args(args) == {
+    assert cls.flag_params(given(args, cls.flag_options())) == {
         "analysis": "client", "fields": "flat", "k1": 0.9, "b": 0.75, "url": "https://es:9243", "verify": False,
         "shards": 4, "replicas": 1}
 

@@ -173,7 +173,7 @@ def test_eval_command_argument_errors(tiny_dataset, tmp_path, capsys):
 
 def parse(argv):
     from beirx.cli import build_parser
-    from beirx.evaluate.plan import systems_from_args
+    from beirx.cli.eval import systems_from_args
 
     return list(systems_from_args(build_parser(argv).parse_args(argv)).values())
 

@@ -62,8 +62,9 @@ def test_every_role_spells_each_connection_option_prefix_plus_option(role_name):
         args = _parse(argv + [flag, SAMPLE_VALUES[option.name]])  # the command line really has that flag
         expected = mine.read(SAMPLE_VALUES[option.name])
         assert given(args, component.OPTIONS)[mine.name] == expected
-    if role_name != "translation":  # the judge's and the rerankers' flags are all their role's
-        assert all(o.flag_name().startswith(f"--{role.prefix}") for o in component.OPTIONS if o.flag_name())
+    if role_name != "translation":  # the judge's and the rerankers' flags are all their role's (--device: the command's)
+        assert all(o.flag_name().startswith(f"--{role.prefix}") for o in component.OPTIONS
+                   if o.flag_name() and o.flag_name() != "--device")
 
 
 def test_the_translations_spending_cap_is_the_commands_max_cost():
@@ -92,7 +93,7 @@ def test_old_spellings_parse_to_the_same_values(argv, old, new, value):
 
 def test_a_rerankers_run_keeps_its_file_name_whichever_price_spelling():
     """The rerankers' parameters are part of the run and results file names: the price stays ``price_input``."""
-    from beirx.evaluate.plan import systems_from_args
+    from beirx.cli.eval import systems_from_args
 
     def tags(*extra):
         argv = ["eval", "--dataset", "d", "--retriever", "bm25", "--reranker", "llm-listwise", "--reranker-model",

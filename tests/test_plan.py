@@ -11,7 +11,7 @@ from beirx.artifacts.results import ResultsDocument
 from beirx.cli import build_parser, main
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError
-from beirx.evaluate.plan import systems_from_args
+from beirx.cli.eval import systems_from_args
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, SystemSpec
 
 # What legitimately differs between two runs of the same experiment.

@@ -67,12 +67,13 @@ def test_replicas_share_an_endpoints_budgets_others_keep_their_options():
 
 def test_llm_flags_become_options_only_when_given():
     from beirx.cli import build_parser
-    from beirx.cli.flags import given
-    from beirx.translate.llm.translator import LLMTranslator
+    from beirx.cli.translate import request_from_args
 
-    base = ["translate", "--dataset", "d", "--lang", "es"]
-    assert given(build_parser(base).parse_args(base), LLMTranslator.OPTIONS) == {}
-    argv = base + ["--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch"]
-    args = build_parser(argv).parse_args(argv)
-    assert given(args, LLMTranslator.OPTIONS) == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
-    assert (args.batch, args.batch_poll) == (True, None)  # the runner's (None: the Batch executor's default)
+    def options(*flags):
+        argv = ["translate", "--dataset", "d", "--lang", "es", "--translator", "openai", *flags]
+        return request_from_args(build_parser(argv).parse_args(argv))
+
+    assert options().options == {}
+    request = options("--base-url", "http://h/v1", "--retries", "0", "--glossary", "g.tsv", "--batch")
+    assert request.options == {"base_url": "http://h/v1", "retries": 0, "glossary": "g.tsv"}
+    assert (request.batch, request.batch_poll) == (True, None)  # the runner's (None: the Batch executor's default)

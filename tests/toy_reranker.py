@@ -11,7 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from beirx.argtypes import non_negative_float
 from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.options import Option
 
 BOOST_SCORE = 10.0
 
@@ -23,20 +25,10 @@ def words(text: str) -> set[str]:
 class ToyReranker(PairwiseReranker):
     name = "toy"
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--toy-boost", metavar="WORD", help="documents containing WORD score higher")
-        group.add_argument("--toy-boost-score", type=float, default=BOOST_SCORE,
-                           help=f"what --toy-boost adds (default {BOOST_SCORE:g})")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        params = super().params_from_args(args)
-        if args.toy_boost:
-            params["boost"] = args.toy_boost
-        if args.toy_boost_score != BOOST_SCORE:
-            params["boost_score"] = args.toy_boost_score
-        return params
+    OPTIONS = (Option("device"),
+               Option("boost", flag="--toy-boost", metavar="WORD", help="documents containing WORD score higher"),
+               Option("boost_score", non_negative_float, default=BOOST_SCORE, flag="--toy-boost-score",
+                      help="what --toy-boost adds"))
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:

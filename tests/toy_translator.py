@@ -7,19 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from beirx.options import Option
 from beirx.translate.backends.base import Translator
 
 
 class ToyTranslator(Translator):
     name = "toy"
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--toy-prefix", help="text put before every translated segment (default none)")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        return {"prefix": args.toy_prefix} if args.toy_prefix is not None else {}
+    OPTIONS = (Option("prefix", default="", flag="--toy-prefix",
+                      help="text put before every translated segment (default none)"),)
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, prefix: str = "", **options: Any):
         super().__init__(src, tgt, model, **options)

@@ -4,7 +4,8 @@ Systems come from the flags (``--retriever`` (repeatable), ``--fusion``, ``--rer
 or from a grid file (``--config grid.toml``); both become one :class:`~beirx.evaluate.plan.Plan` run by
 :func:`~beirx.evaluate.runner.run_plan`. Every first-stage system on the command line is evaluated; each
 ``--fusion`` method fuses all of them; each ``--reranker`` reranks every first-stage system and fusion (or
-only ``--first-stage``). Each retriever and reranker adds its own flags (see its ``add_arguments``).
+only ``--first-stage``). Each retriever's and reranker's flags are generated from its declared options
+(``OPTIONS``, :mod:`beirx.cli.flags`); the component receives the values given as a plain dictionary.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from beirx.cli.flags import add_options
-from beirx.cli.types import non_negative_int, output_dir, positive_int, unit_weight
 from beirx.cli import show_progress
+from beirx.cli.flags import add_options, given
+from beirx.cli.types import output_dir, positive_int, unit_weight
 from beirx.errors import BeirxError
 from beirx.evaluate import defaults, fusion
 
@@ -48,16 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="drop documents whose ID equals the query ID (default: from the catalogue)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1 ... for dense encoders and rerankers "
                                          "(default: cuda when available)")
+    seen = {"--device"}  # the command's own flag, read by every component that declares a device option
     for name in RETRIEVERS.names():
-        RETRIEVERS.get(name).add_arguments(parser.add_argument_group(f"{name} (--retriever {name})"))
+        add_options(parser.add_argument_group(f"{name} (--retriever {name})"), RETRIEVERS.get(name).OPTIONS, seen=seen)
     fuse = parser.add_argument_group("fusion")
     fuse.add_argument("--fusion", action="append", choices=fusion.METHODS, default=None,
                       help="fuse all first-stage systems; repeat for several methods")
-    fuse.add_argument("--normalization", choices=tuple(fusion.NORMALIZATIONS), default=defaults.NORMALIZATION,
-                      help=f"score normalisation before a score-based fusion (default {defaults.NORMALIZATION})")
-    fuse.add_argument("--weights", help="comma-separated weights, one per first-stage system (default equal)")
-    fuse.add_argument("--rrf-k", type=non_negative_int, default=defaults.RRF_K,
-                      help=f"RRF constant k (default {defaults.RRF_K}, Cormack et al. 2009)")
+    add_options(fuse, fusion.OPTIONS)
     rerank = parser.add_argument_group("reranking")
     rerank.add_argument("--reranker", action="append", default=None,
                         help=f"reranker ({', '.join(RERANKERS.names())}); repeat to compare several on identical "
@@ -72,17 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rerank.add_argument("--first-stage", default=None,
                         help="what the rerankers rerank: a TREC run file, or one of the first-stage systems "
                              "(bm25, dense, or a --fusion method); default: each of them")
-    for add_flags in dict.fromkeys(f for name in RERANKERS.names() for f in RERANKERS.get(name).shared_flags):
-        add_flags(rerank)
-    seen: set[str] = set()  # flags of options several rerankers share (SHARED_OPTIONS): added once, here
-    for name in RERANKERS.names():
-        add_options(rerank, getattr(RERANKERS.get(name), "SHARED_OPTIONS", ()), seen=seen)
-    for name in RERANKERS.names():
-        reranker, group = RERANKERS.get(name), parser.add_argument_group(f"{name} (--reranker {name})")
-        if "OPTIONS" in dir(reranker):
-            add_options(group, reranker.OPTIONS, owner=name, seen=seen)
-        else:
-            reranker.add_arguments(group)
+    _add_reranker_options(parser, rerank, seen)
     parser.add_argument("--no-index-cache", action="store_true",
                         help="recompute indexes, embeddings and runs instead of loading cached ones")
     parser.add_argument("--report", action="store_true",
@@ -92,6 +80,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write MTEB-format results ({model}/{revision}/{task}.json) under DIR")
     parser.add_argument("--mteb-task", default=None,
                         help="MTEB task name for --mteb-results (default: the catalogue's, English only)")
+
+
+def _add_reranker_options(parser: argparse.ArgumentParser, shared, seen: set[str]) -> None:
+    """Each reranker's flags in its own group; a flag several rerankers declare (the LLM connection's) once, in
+    ``shared``, its help naming them all."""
+    from beirx.evaluate.rerankers import RERANKERS
+
+    for name in RERANKERS.names():  # options declared for several rerankers with a help of their own
+        add_options(shared, getattr(RERANKERS.get(name), "SHARED_OPTIONS", ()), seen=seen)
+    owners: dict[str, list[str]] = {}
+    for name in RERANKERS.names():
+        for option in RERANKERS.get(name).OPTIONS:
+            flag = option.flag_name()
+            if flag is not None and flag not in seen:
+                owners.setdefault(flag, []).append(name)
+    for name in RERANKERS.names():
+        for option in RERANKERS.get(name).OPTIONS:
+            if len(owners.get(option.flag_name(), ())) > 1:
+                add_options(shared, [option], owner=", ".join(owners[option.flag_name()]), seen=seen)
+    for name in RERANKERS.names():
+        add_options(parser.add_argument_group(f"{name} (--reranker {name})"), RERANKERS.get(name).OPTIONS,
+                    owner=name, seen=seen)
+
+
+def component_params(args: argparse.Namespace, kind: str, name: str) -> dict:
+    """The constructor parameters of retriever or reranker ``name`` from its flags given."""
+    from beirx.evaluate.rerankers import RERANKERS
+    from beirx.evaluate.retrievers import RETRIEVERS
+
+    if kind == "retriever":
+        cls = RETRIEVERS.get(name)
+        if name == "splade" and args.model and "dense" in (args.retriever or []):
+            raise BeirxError("--model would name both the dense and the SPLADE model: describe the two systems in a "
+                             "--config grid file instead")
+        return cls.flag_params(given(args, cls.flag_options()))
+    cls = RERANKERS.get(name)
+    return cls.flag_params(given(args, cls.OPTIONS))
+
+
+def systems_from_args(args: argparse.Namespace) -> dict:
+    """The systems the flags describe (:func:`beirx.evaluate.plan.systems_from_flags`)."""
+    from beirx.evaluate.plan import systems_from_flags
+
+    return systems_from_flags(vars(args), lambda kind, name: component_params(args, kind, name))
+
+
+def plan_from_args(args: argparse.Namespace):
+    """The plan the flags describe (:func:`beirx.evaluate.plan.plan_from_flags`)."""
+    from beirx.evaluate.plan import plan_from_flags
+
+    return plan_from_flags(vars(args), lambda kind, name: component_params(args, kind, name))
 
 
 def format_table(rows: list[tuple[str, dict[str, float]]], metrics=("NDCG@10", "MRR@10", "Recall@100")) -> str:
@@ -104,7 +143,7 @@ def format_table(rows: list[tuple[str, dict[str, float]]], metrics=("NDCG@10", "
 
 
 def _plan(args):
-    from beirx.evaluate.plan import plan_from_args, plan_from_config
+    from beirx.evaluate.plan import plan_from_config
 
     if not args.config:
         return plan_from_args(args)

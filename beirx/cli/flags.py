@@ -36,8 +36,8 @@ def add_options(group, options: Iterable[Option], prefix: str = "", owner: str =
         if option.default not in (None, False, "", ()) and not option.switch:
             text += f" (default {option.default})"
         how: dict[str, Any] = {"help": text, "dest": dest(option, prefix), "default": None}
-        if option.switch:
-            how["action"] = "store_true"
+        if option.switch:  # on by default: --no-FLAG turns it off
+            how["action"] = argparse.BooleanOptionalAction if option.default is True else "store_true"
         else:
             if option.choices is not None:
                 how["choices"] = option.choices
@@ -51,11 +51,12 @@ def add_options(group, options: Iterable[Option], prefix: str = "", owner: str =
 
 
 def given(args: argparse.Namespace, options: Iterable[Option], prefix: str = "") -> dict[str, Any]:
-    """The options whose flags were given, by option name (a switch counts when set)."""
+    """The options whose flags were given, by option name (a switch counts when set; one on by default, when
+    turned off with ``--no-FLAG``)."""
     values = {}
     for option in options:
         name = dest(option, prefix)
         value = None if name is None else getattr(args, name, None)
-        if value is not None and value is not False:
+        if value is not None and (value is not False or option.default is True):
             values[option.name] = value
     return values

@@ -7,7 +7,9 @@ import argparse
 import re
 from pathlib import Path
 
+from beirx.cli.flags import add_options, given
 from beirx.cli.types import output_dir, positive_int
+from beirx.options import defaults
 from beirx.publish import verification
 
 
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     task.add_argument("--results", type=Path, default=Path("mteb-results"),
                       help="MTEB results folder for --evaluate (default ./mteb-results)")
     task.add_argument("--batch-size", type=positive_int, default=32, help="encoding batch size for --evaluate")
-    verification.add_arguments(task.add_argument_group("sample_creation (machine-translated and verified)"))
+    add_options(task.add_argument_group("sample_creation (machine-translated and verified)"), verification.OPTIONS)
 
     res = sub.add_parser("results", help="convert beirx results JSON files to MTEB's results format",
                          description="Write {model}/{revision}/{task}.json files that mteb.TaskResult loads.")
@@ -124,7 +126,7 @@ def _task(args) -> int:
     from beirx.publish.mteb_task import build_spec, hub_revision, local_task, mteb_encoder, write_task_file
 
     dataset = resolve_dataset(args.path, lang=args.lang)
-    thresholds = {"min_review_items": args.min_review_items, "min_review_alpha": args.min_review_alpha}
+    thresholds = {**defaults(verification.OPTIONS), **given(args, verification.OPTIONS)}
     cls, spec = local_task(dataset, args.export_dir, args.name, **thresholds)
     print(f"task {spec.name}: {spec.eval_langs[0]}, splits {', '.join(spec.eval_splits)}, "
           f"ignore_identical_ids={spec.ignore_identical_ids}, sample_creation={spec.sample_creation}")

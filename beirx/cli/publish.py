@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from beirx.cli.flags import add_options, given
 from beirx.cli.types import output_dir
 from beirx.artifacts.results import ResultsDocument
 from beirx.errors import BeirxError
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         description="Export corpus/queries/qrels as parquet configs with a dataset card, then push.")
     ds.add_argument("path", metavar="DATASET", help="BEIR folder, catalogue name or hf:ORG/NAME")
     ds.add_argument("--lang", default="en", help="the dataset's language (ISO 639-1, default en)")
-    verification.add_arguments(ds.add_argument_group("sample_creation (machine-translated and verified)"))
+    add_options(ds.add_argument_group("sample_creation (machine-translated and verified)"), verification.OPTIONS)
     ds.add_argument("--output", type=output_dir, default=None,
                     help="export folder (default: $BEIRX_HOME/hub/exports/ORG/NAME)")
 
@@ -58,8 +59,7 @@ def _dataset(args) -> int:
 
     dataset = resolve_dataset(args.path, lang=args.lang)
     out = args.output or confined(cache_dir("hub") / "exports", *args.repo.split("/"))
-    export_dataset(dataset, out, repo_id=args.repo, min_review_items=args.min_review_items,
-                   min_review_alpha=args.min_review_alpha)
+    export_dataset(dataset, out, repo_id=args.repo, **given(args, verification.OPTIONS))
     files = local_files(out)
     print(f"exported {dataset.name} ({dataset.lang}) to {out}: {len(files)} files")
     if args.dry_run:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from beirx.cli import show_progress
 from beirx.cli.flags import add_options, given
 from beirx.cli.types import comma_list, non_negative_int, output_dir, positive_int, seed
-from beirx.cli import show_progress
 from beirx.errors import BeirxError
 
 
@@ -40,19 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", type=output_dir, help="report folder (default: <translated folder>/quality)")
     parser.add_argument("--no-cache", action="store_true", help="re-encode instead of using cached embeddings")
     for name in QUALITY_METHODS.in_order():
-        method, group = QUALITY_METHODS.get(name), parser.add_argument_group(f"quality method {name}")
-        if "OPTIONS" in method.__dict__:
-            add_options(group, method.OPTIONS)
-        else:
-            method.add_arguments(group)
-
-
-def _method(cls, args, src: str, lang: str):
-    """The quality method the flags ask for, or None (a method declaring ``OPTIONS`` gets the values given)."""
-    if "OPTIONS" in cls.__dict__:
-        return cls.configured(given(args, cls.OPTIONS), device=getattr(args, "device", None),
-                              use_cache=not args.no_cache)
-    return cls.from_args(args, src, lang)
+        if QUALITY_METHODS.get(name).OPTIONS:
+            add_options(parser.add_argument_group(f"quality method {name}"), QUALITY_METHODS.get(name).OPTIONS)
 
 
 def run(args) -> int:
@@ -62,8 +51,12 @@ def run(args) -> int:
 
     source, translated = resolve_translation(args.translated, args.source, args.lang, args.src)
     src, lang = source.lang, translated.lang
-    methods = [m for m in (_method(QUALITY_METHODS.get(name), args, src, lang) for name in QUALITY_METHODS.in_order())
-               if m is not None]
+    methods = []
+    for name in QUALITY_METHODS.in_order():
+        cls = QUALITY_METHODS.get(name)
+        method = cls.from_options(given(args, cls.OPTIONS), src, lang, use_cache=not args.no_cache)
+        if method is not None:
+            methods.append(method)
     try:
         report = run_quality(source, translated, args.output, methods=methods, encoder=args.encoder,
                              encoder_revision=args.encoder_revision, src_lang=src, tgt_lang=lang,

@@ -303,7 +303,7 @@ def _cost_translator(args, lang: str):
     translator = TRANSLATORS.get(args.cost)
     if translator.model_kind:  # named by the flag the user gave, before the backend loads anything
         check_if_local(args.cost_model, translator.model_kind, "--cost-model", f"--cost {args.cost}")
-    return translator(lang, args.cost_lang, args.cost_model, **dict(args.cost_option))
+    return translator(lang, args.cost_lang, args.cost_model, **translator.read_options(dict(args.cost_option)))
 
 
 def _record_cost(output: Path, subset, translator) -> None:

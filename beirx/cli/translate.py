@@ -32,11 +32,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from beirx.cli import show_progress
 from beirx.cli.flags import add_options, given
 from beirx.cli.types import (comma_list, key_value, non_negative_float, non_negative_int, output_dir, positive_float,
                              positive_int)
-from beirx.cli import show_progress
-from beirx.translate.backends.base import Translator
 
 if TYPE_CHECKING:
     from beirx.translate.runner import TranslateRequest
@@ -96,33 +95,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="paid backends (google, deepl): required for a real run; refuse when the estimate "
                              "exceeds it. LLM backends: stop before this run's spending (at --llm-price-in/-out) "
                              "would exceed it; what was done is kept, and a rerun resumes with a new cap")
-    for owner, names in _flag_owners():
-        listed = ", ".join(names)
-        title = f"{owner.flags_title} ({listed})" if owner.flags_title else f"{listed} (--translator {listed})"
-        if "OPTIONS" in owner.__dict__:
-            add_options(parser.add_argument_group(title), owner.OPTIONS)
-        else:
-            owner.add_arguments(parser.add_argument_group(title))
-    batch = parser.add_argument_group("the OpenAI Batch API (--translator openai)")
-    batch.add_argument("--batch", action="store_true",
-                       help="send the units through the OpenAI Batch API (about half price on hosted APIs, done "
-                            "within 24 h); a rerun resumes the batch in flight")
-    batch.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the Batch executor's
-                       help="how often --batch asks whether the batch is done (default 30)")
+    _add_translator_options(parser)
 
 
-def _flag_owners() -> list[tuple[type, list[str]]]:
-    """Each class that declares ``beirx translate`` flags, once, with the registered backends that take them
-    (a subclass inherits its base's flags: they are added once, for all of them)."""
+def _flag_options() -> list:
+    """Every option of a registered backend that has a flag, once (a subclass lists its base's)."""
     from beirx.translate.backends import TRANSLATORS
 
-    owners: dict[type, list[str]] = {}
+    options = {}
+    for name in TRANSLATORS.in_order():
+        for option in TRANSLATORS.get(name).OPTIONS:
+            if option.flag_name() is not None:
+                options.setdefault(option.flag_name(), option)
+    return list(options.values())
+
+
+def _add_translator_options(parser: argparse.ArgumentParser) -> None:
+    """The backends' flags, generated from their options: one group per backend family (``flags_title``),
+    naming the backends that take them; ``--batch`` and ``--batch-poll`` (the command's, for the Batch API) join
+    the LLM translators'."""
+    from beirx.translate.backends import TRANSLATORS
+
+    groups: dict[str, tuple[list[str], list]] = {}
+    seen: set[str] = set()
     for name in TRANSLATORS.in_order():
         klass = TRANSLATORS.get(name)
-        owner = next(k for k in klass.__mro__ if "add_arguments" in k.__dict__ or "OPTIONS" in k.__dict__)
-        if owner is not Translator:
-            owners.setdefault(owner, []).append(name)
-    return list(owners.items())
+        flagged = [option for option in klass.OPTIONS if option.flag_name() is not None]
+        if not flagged:
+            continue
+        names, options = groups.setdefault(klass.flags_title or name, ([], []))
+        names.append(name)
+        options += [option for option in flagged if option.flag_name() not in seen]
+        seen.update(option.flag_name() for option in flagged)
+    for title, (names, options) in groups.items():
+        listed = ", ".join(names)
+        group = parser.add_argument_group(f"{title} ({listed})" if title not in names else
+                                          f"{listed} (--translator {listed})")
+        add_options(group, options)
+        if any(TRANSLATORS.get(name).supports_batch_api for name in names):
+            group.add_argument("--batch", action="store_true",
+                               help="openai: send the units through the OpenAI Batch API (about half price on hosted "
+                                    "APIs, done within 24 h); a rerun resumes the batch in flight")
+            group.add_argument("--batch-poll", type=positive_float, metavar="SECONDS",  # default: the executor's
+                               help="how often --batch asks whether the batch is done (default 30)")
 
 
 def translator_name(args) -> str:
@@ -141,14 +156,15 @@ def translator_name(args) -> str:
 
 
 def request_from_args(args) -> "TranslateRequest":
-    """The runner's request: the flags as they are, the backend's own flags as its options."""
+    """The runner's request: the flags as they are, the backends' flags given (by option name) and
+    ``--translator-option`` pairs as the backend's options (a flag of another backend's option is refused by the
+    backend, naming its own)."""
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.runner import TranslateRequest
 
     args.translator = translator_name(args)
-    backend = TRANSLATORS.get(args.translator)
-    declared = given(args, backend.OPTIONS) if hasattr(backend, "OPTIONS") else backend.params_from_args(args)
-    options = {**declared, **dict(args.translator_option)}
+    TRANSLATORS.get(args.translator)  # an unknown name is refused naming the known ones
+    options = {**given(args, _flag_options()), **dict(args.translator_option)}
     return TranslateRequest(
         dataset=args.dataset, lang=args.lang, src=args.src, translator=args.translator, model=args.model,
         options=options, fields=tuple(args.fields), limit=args.limit, batch_size=args.batch_size, output=args.output,

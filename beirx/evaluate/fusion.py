@@ -48,10 +48,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from beirx.argtypes import OptionValueError, non_negative_float
+from beirx.argtypes import OptionValueError, non_negative_float, non_negative_int
 from beirx.errors import BeirxError
-from beirx.evaluate.defaults import RRF_K
+from beirx.evaluate.defaults import NORMALIZATION, RRF_K
 from beirx.evaluate.runs import Run, ranked
+from beirx.options import Option
 
 MIN_MAX_FLOOR = 0.001  # OpenSearch MinMaxScoreNormalizationTechnique.MIN_SCORE
 
@@ -142,6 +143,14 @@ FUSIONS = {"rrf": _rrf, "arithmetic": _score_based(_arithmetic), "geometric": _s
            "harmonic": _score_based(_harmonic), "linear": _score_based(_linear)}
 """Every fusion method by name (``--fusion``, a grid's ``fusion =``); the function fuses one query."""
 METHODS = tuple(FUSIONS)
+#: A fusion's options, declared once: ``beirx eval``'s fusion flags are generated from them, a grid file's
+#: ``[[systems]]`` fusion is read by them.
+OPTIONS: tuple[Option, ...] = (
+    Option("normalization", choices=tuple(NORMALIZATIONS), default=NORMALIZATION,
+           help="score normalisation before a score-based fusion"),
+    Option("weights", help="comma-separated weights, one per first-stage system (default equal)"),
+    Option("rrf_k", non_negative_int, default=RRF_K, help="RRF constant k (Cormack et al. 2009)"),
+)
 
 
 def check(method: str, normalization: str, weights: Sequence[float] | None, n: int) -> list[float]:

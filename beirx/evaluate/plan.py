@@ -2,9 +2,10 @@
 
 Both front doors build the same :class:`Plan`, and :func:`beirx.evaluate.runner.run_plan` runs it, so the
 same experiment gives the same results documents whichever way it was described, and every default lives in
-:mod:`beirx.evaluate.defaults`. Retrievers and rerankers declare their own flags and parse them
-(``add_arguments`` / ``params_from_args`` on their classes), so adding a backend is one module plus one
-registry line.
+:mod:`beirx.evaluate.defaults`. Retrievers and rerankers declare their options once (``OPTIONS`` on their
+classes: the flags are generated from them, a grid file is read by them), so adding a backend is one module
+plus one registry line. The flags reach this module as plain values (:func:`plan_from_flags`), never argparse's
+namespace.
 
 A grid file (TOML, or YAML with the same keys)::
 
@@ -44,16 +45,17 @@ computed once per dataset and language pair and shared by every fusion and reran
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from beirx.argtypes import OptionValueError, non_negative_int, positive_int, unit_weight
+from beirx.argtypes import OptionValueError, positive_int, unit_weight
 from beirx.data.language_pair import LanguagePair
 from beirx.errors import BeirxError, DataError
 from beirx.evaluate import defaults, fusion
 from beirx.evaluate.specs import FusionSpec, RerankSpec, RunFileSpec, System, SystemSpec
+from beirx.options import by_name
 from beirx.path_problems import link_problem
 
 _TOP_KEYS = {"output", "split", "top_k", "languages", "datasets", "systems", "ignore_identical_ids"}
@@ -232,7 +234,7 @@ def _grid_system(path: Path, name: str, entry: dict, ref) -> System:
         if weights is not None and not isinstance(weights, list):
             raise DataError(path, f"fusion {name!r}: 'weights' must be a list of numbers, one per input")
         return FusionSpec([ref(i) for i in inputs], entry["fusion"], entry.get("normalization", defaults.NORMALIZATION),
-                          weights, read_option("rrf_k", entry.get("rrf_k", defaults.RRF_K), non_negative_int), name=name)
+                          weights, by_name(fusion.OPTIONS)["rrf_k"].read(entry.get("rrf_k", defaults.RRF_K)), name=name)
     first = entry.get("first_stage")
     if not first:
         raise DataError(path, f"reranker system {name!r} needs 'first_stage' (a system name)")
@@ -313,32 +315,40 @@ def _first_stage_file(value: str | None, system_names: set[str]) -> Path | None:
     raise BeirxError(f"--first-stage {value!r} {what}; pass a TREC run file or one of: {', '.join(sorted(system_names))}")
 
 
-def systems_from_args(args) -> dict[str, System]:
+def _value(flags: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``flags[key]``, ``default`` when it was not given."""
+    value = flags.get(key)
+    return default if value is None else value
+
+
+def systems_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], dict[str, Any]]) -> dict[str, System]:
     """The systems the flags describe: every first stage, each ``--fusion`` of all of them, then each
-    ``--reranker`` on every first stage and fusion (or only on ``--first-stage``)."""
-    from beirx.evaluate.rerankers import RERANKERS
+    ``--reranker`` on every first stage and fusion (or only on ``--first-stage``). ``flags`` holds the command's
+    values by name (``retriever``, ``first_stage``, ``fusion`` ...; absent: not given); ``params("retriever" or
+    "reranker", name)`` is that component's constructor parameters from its own flags."""
     from beirx.evaluate.retrievers import RETRIEVERS
 
-    first_stage = args.first_stage
+    first_stage = flags.get("first_stage")
     run_file = _first_stage_file(first_stage, set(RETRIEVERS.names()) | set(fusion.METHODS))
-    names = args.retriever or ([] if run_file else ["bm25"])
+    names = flags.get("retriever") or ([] if run_file else ["bm25"])
     if len(set(names)) != len(names):
         raise BeirxError("each --retriever may be given once; use --config for several variants of one retriever")
     firsts: dict[str, System] = {}
     for name in names:
-        cls = RETRIEVERS.get(name)
-        firsts[name] = SystemSpec(name, cls.params_from_args(args))
+        RETRIEVERS.get(name)  # an unknown name is refused naming the known ones
+        firsts[name] = SystemSpec(name, params("retriever", name))
     if run_file:
         firsts[str(run_file)] = RunFileSpec(run_file)
-    weights = _weights(args.weights)
+    weights = _weights(flags.get("weights"))
     inputs = list(firsts.values())
-    for method in args.fusion or []:
+    for method in flags.get("fusion") or []:
         if len(inputs) < 2:
             raise BeirxError("--fusion needs at least two first-stage systems (repeat --retriever)")
-        firsts[method] = FusionSpec(inputs, method, args.normalization, weights, args.rrf_k)
+        firsts[method] = FusionSpec(inputs, method, _value(flags, "normalization", defaults.NORMALIZATION), weights,
+                                    _value(flags, "rrf_k", defaults.RRF_K))
     systems = dict(firsts)
-    rerankers = args.reranker or []
-    models = args.reranker_model or []
+    rerankers = flags.get("reranker") or []
+    models = flags.get("reranker_model") or []
     if models and len(models) != len(rerankers):
         raise BeirxError(f"{len(models)} --reranker-model for {len(rerankers)} --reranker: give one model per reranker")
     if rerankers:
@@ -346,13 +356,14 @@ def systems_from_args(args) -> dict[str, System]:
             raise BeirxError(f"--first-stage {first_stage!r} is neither a file nor one of: {', '.join(firsts)}")
         bases = [firsts[str(run_file) if run_file else first_stage]] if first_stage else list(firsts.values())
         for i, name in enumerate(rerankers):
-            params = RERANKERS.get(name).params_from_args(args)
+            own = params("reranker", name)
             if models:
-                params = {"model": models[i], **params}
+                own = {"model": models[i], **own}
             for base in bases:
-                spec = RerankSpec(base, name, params, args.rerank_depth, interpolation=args.rerank_interpolation)
+                spec = RerankSpec(base, name, own, _value(flags, "rerank_depth", defaults.RERANK_DEPTH),
+                                  interpolation=flags.get("rerank_interpolation"))
                 systems[f"{spec.tag()}"] = spec
-    return _named(systems, args.name)
+    return _named(systems, flags.get("name"))
 
 
 def _named(systems: dict[str, System], names: list[str] | None) -> dict[str, System]:
@@ -368,18 +379,22 @@ def _named(systems: dict[str, System], names: list[str] | None) -> dict[str, Sys
     return dict(zip(names, systems.values()))
 
 
-def plan_from_args(args) -> Plan:
-    """The plan ``beirx eval --dataset ... --retriever ...`` describes (one dataset, one language pair)."""
-    if not args.dataset:
+def plan_from_flags(flags: Mapping[str, Any], params: Callable[[str, str], dict[str, Any]]) -> Plan:
+    """The plan ``beirx eval --dataset ... --retriever ...`` describes (one dataset, one language pair); ``flags``
+    and ``params`` as :func:`systems_from_flags` takes them."""
+    if not flags.get("dataset"):
         raise BeirxError("--dataset is required (or describe a grid with --config)")
     from beirx.data.language import dataset_language
 
-    lang, lang_source = dataset_language(args.dataset, args.lang)
-    pair = LanguagePair.of(lang, args.query_lang)
-    paths = {pair.query: args.query_dataset} if args.query_dataset and pair.cross_lingual else {}
-    is_folder = Path(args.dataset).expanduser().is_dir()
+    dataset = flags["dataset"]
+    lang, lang_source = dataset_language(dataset, flags.get("lang"))
+    pair = LanguagePair.of(lang, flags.get("query_lang"))
+    query_dataset = flags.get("query_dataset")
+    paths = {pair.query: query_dataset} if query_dataset and pair.cross_lingual else {}
+    is_folder = Path(dataset).expanduser().is_dir()
     if pair.cross_lingual and not paths and is_folder:
         raise BeirxError(f"--dataset is a folder: pass the {pair.query!r} version's folder with --query-dataset")
-    target = DatasetTarget(spec=args.dataset, pairs=[pair], paths=paths, base_lang=lang, lang_source=lang_source)
-    return Plan(datasets=[target], systems=systems_from_args(args), output=args.output, split=args.split,
-                top_k=args.top_k, ignore_identical_ids=args.ignore_identical_ids)
+    target = DatasetTarget(spec=dataset, pairs=[pair], paths=paths, base_lang=lang, lang_source=lang_source)
+    return Plan(datasets=[target], systems=systems_from_flags(flags, params), output=flags.get("output"),
+                split=flags.get("split"), top_k=_value(flags, "top_k", defaults.TOP_K),
+                ignore_identical_ids=flags.get("ignore_identical_ids"))

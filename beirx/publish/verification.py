@@ -18,7 +18,6 @@ The reason and the figures go into the dataset card, so a reader sees why the la
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from beirx.argtypes import agreement, non_negative_int
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.artifacts.quality import QualityReport
 from beirx.artifacts.review import ReviewDocument
+from beirx.options import Option
 
 MIN_ITEMS = 100
 MIN_ALPHA = 0.667
@@ -43,12 +43,14 @@ class Verification:
     damage: str | None = None  # the review's sentence on the damaged rows it covered (a damage stratum's)
 
 
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    """The thresholds, for every command that states sample_creation (publish, mteb task)."""
-    group.add_argument("--min-review-items", type=non_negative_int, default=MIN_ITEMS, metavar="N",
-                       help=f"a human review counts as verification from N rated items (default {MIN_ITEMS})")
-    group.add_argument("--min-review-alpha", type=agreement, default=MIN_ALPHA, metavar="A",
-                       help=f"... and Krippendorff's alpha (adequacy) of at least A (default {MIN_ALPHA})")
+#: The thresholds, for every command that states sample_creation (publish, mteb task): declared once, the flags
+#: (``--min-review-items``, ``--min-review-alpha``) generated from them.
+OPTIONS: tuple[Option, ...] = (
+    Option("min_review_items", non_negative_int, default=MIN_ITEMS, metavar="N",
+           help="a human review counts as verification from N rated items"),
+    Option("min_review_alpha", agreement, default=MIN_ALPHA, metavar="A",
+           help="... and Krippendorff's alpha (adequacy) of at least A"),
+)
 
 
 def verification(root: Path | str, checksum: str, translated: bool, min_items: int = MIN_ITEMS,

@@ -30,7 +30,7 @@ from beirx.artifacts.subset import (DiscriminativePower, PoolBias, PoolSystem, R
                                    Swap, SystemAgreement)
 from beirx.data import beir_io
 from beirx.data.dataset import BeirDataset
-from beirx.errors import BeirxError, DataError
+from beirx.errors import BeirxError
 from beirx.evaluate import defaults
 from beirx.evaluate.runner import evaluate_system
 from beirx.evaluate.stages import Stages

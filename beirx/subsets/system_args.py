@@ -15,7 +15,6 @@ Fusions and rerankers are described in a grid file's ``[[systems]]`` instead
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 

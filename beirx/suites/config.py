@@ -60,6 +60,7 @@ from typing import Any
 from beirx.argtypes import non_negative_float, non_negative_int, positive_int, seed, unit_float
 from beirx.checksums import cache_key
 from beirx.errors import BeirxError, DataError
+from beirx.options import Option, read_options
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, THRESHOLD
 from beirx.translate.planning import FIELDS
 
@@ -173,22 +174,18 @@ def _strings(path: Path, value: Any, key: str) -> list[str]:
     return list(value)
 
 
-# each section's numbers, read as the flags of the same name read them
-_NUMBERS = {"subset": {"queries": positive_int, "depth": non_negative_int, "max_docs": positive_int, "seed": seed,
-                       "tau_threshold": unit_float},
-            "translate": {"batch_size": positive_int, "max_cost": non_negative_float},
-            "quality": {"max_items": positive_int}, "mteb": {"batch_size": positive_int}}
+# each section's numbers as options, read as the flags of the same name read them (their value types)
+_NUMBERS = {"subset": (Option("queries", positive_int), Option("depth", non_negative_int),
+                       Option("max_docs", positive_int), Option("seed", seed), Option("tau_threshold", unit_float)),
+            "translate": (Option("batch_size", positive_int), Option("max_cost", non_negative_float)),
+            "quality": (Option("max_items", positive_int),), "mteb": (Option("batch_size", positive_int),)}
 
 
 def _numbers(path: Path, section: str, table: dict) -> None:
-    from beirx.argtypes import read_option
-
-    for key, parse in _NUMBERS.get(section, {}).items():
-        if table.get(key) is not None:
-            try:
-                read_option(key, table[key], parse, f"[{section}] ")
-            except BeirxError as exc:
-                raise DataError(path, str(exc)) from None
+    try:
+        read_options(_NUMBERS.get(section, ()), table, f"[{section}] ", unknown="keep")
+    except BeirxError as exc:
+        raise DataError(path, str(exc)) from None
 
 
 def _systems(path: Path, specs: list[str], parse) -> None:

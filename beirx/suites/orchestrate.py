@@ -166,8 +166,8 @@ class SuiteBuilder:
         from beirx.translate.subset_cost import share_of_full
 
         settings = self.suite.translate
-        translator = TRANSLATORS.get(settings.translator)(self.suite.source_language, lang, settings.model,
-                                                          **settings.options)
+        backend = TRANSLATORS.get(settings.translator)
+        translator = backend(self.suite.source_language, lang, settings.model, **backend.read_options(settings.options))
         output = self.suite.output / "translated" / f"{base.root.name}-{lang}"
         memory_path = self.suite.output / settings.memory if settings.memory else \
             cache_dir("translation_memory") / "memory.sqlite"

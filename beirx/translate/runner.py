@@ -42,7 +42,8 @@ class TranslateRequest:
     translator: str = "hf"
     model: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
-    """The backend's options: its own flags (``params_from_args``) and ``--translator-option`` pairs."""
+    """The backend's options, as given: its own flags and ``--translator-option`` pairs, by option name (read by
+    the backend's declared options before it is built, :meth:`Translator.read_options`)."""
     fields: tuple[str, ...] = pipeline.FIELDS
     limit: int | None = None
     batch_size: int | None = None
@@ -104,7 +105,7 @@ def backend_options(request: TranslateRequest, translator_class: type[Translator
     """The backend's options: ``--max-cost`` for one that declares a ``max_cost`` option (an LLM backend stops
     itself before crossing it), then the request's own (a ``--translator-option`` wins)."""
     own_cap = request.max_cost is not None and "max_cost" in translator_class.declared_options()
-    return {**({"max_cost": request.max_cost} if own_cap else {}), **request.options}
+    return translator_class.read_options({**({"max_cost": request.max_cost} if own_cap else {}), **request.options})
 
 
 def run_translation(request: TranslateRequest, say: Callable[[str], None] = log.info) -> TranslateResult:

@@ -11,7 +11,6 @@ recomputes only new pairs.
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import math
 from abc import ABC, abstractmethod
@@ -24,11 +23,22 @@ from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.evaluate.defaults import RERANK_DEPTH
 from beirx.evaluate.runs import Run, ranked
+from beirx.options import Option, defaults
 from beirx.progress import progress
 
 log = logging.getLogger(__name__)
 
 Pair = tuple[Query, Doc]
+
+
+def common_options(batch_size: int | None = 32, max_length: int | None = None,
+                   max_length_flag: str = "") -> tuple[Option, ...]:
+    """The options most rerankers take, with that reranker's defaults: the device (``beirx eval --device``), the
+    batch size and the length limit (a grid file's unless ``max_length_flag``)."""
+    return (Option("device", help="cpu, cuda, cuda:1 ... (default: cuda when available)"),
+            Option("batch_size", positive_int, default=batch_size, flag=""),
+            Option("max_length", positive_int, default=max_length, flag=max_length_flag,
+                   help="tokens per prompt; longer documents are cut" if max_length_flag else ""))
 
 
 class Reranker(ABC):
@@ -41,41 +51,21 @@ class Reranker(ABC):
     #: :meth:`describe` keys that do not change a score, so they stay out of the cache identity.
     not_score_defining: ClassVar[tuple[str, ...]] = ("batch_size", "sort_by_length", "device")
 
-    #: This reranker's own ``beirx eval`` flags (the model, depth and device are common): constructor parameter ->
-    #: (flag, type or a tuple of choices, help). They default to None; the help quotes the constructor's default,
-    #: the one place a reranker's defaults are written.
-    FLAGS: ClassVar[dict[str, tuple[str, Any, str]]] = {}
-    #: Functions adding flags several rerankers share (each called once, whichever rerankers name it).
-    shared_flags: ClassVar[tuple[Callable[[Any], None], ...]] = ()
-    #: Typed constructor parameters without a flag of their own (a grid file sets them): parameter -> argparse type
-    #: or tuple of choices, as in :attr:`FLAGS` (:func:`beirx.evaluate.params.checked_params`).
-    PARAMS: ClassVar[dict[str, Any]] = {"batch_size": positive_int, "max_length": positive_int}
+    #: Its options, declared once (:class:`beirx.options.Option`): each names a constructor parameter, its type or
+    #: choices, its default (the constructor's) and its ``beirx eval`` flag (``flag=""``: none, a grid file sets
+    #: it); the model, depth and device are common flags. The flags, a grid file and :meth:`flag_params` read
+    #: them; an option several rerankers declare with one flag (the LLM connection's) is one flag, its help
+    #: naming them all.
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
     #: Constructor parameters beirx sets itself, never a grid file.
     INTERNAL: ClassVar[tuple[str, ...]] = ("lang", "show_progress", "use_cache", "llm")
 
     @classmethod
-    def param_types(cls) -> dict[str, Any]:
-        """Every typed constructor parameter: :attr:`PARAMS` and :attr:`FLAGS`' types."""
-        return {**cls.PARAMS, **{param: kind for param, (_, kind, _) in cls.FLAGS.items()}}
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Add :attr:`FLAGS` to ``group``."""
-        for param, (flag, kind, text) in cls.FLAGS.items():
-            default = inspect.signature(cls.__init__).parameters[param].default
-            how = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
-            group.add_argument(flag, **how, default=None, help=f"{cls.name}: {text}"
-                               + (f" (default {default})" if default is not None else ""))
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """Constructor parameters from parsed flags (device and :attr:`FLAGS`); defaults left out."""
-        params = {"device": args.device} if getattr(args, "device", None) else {}
-        for param, (flag, _, _) in cls.FLAGS.items():
-            value = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
-            if value is not None and value != inspect.signature(cls.__init__).parameters[param].default:
-                params[param] = value
-        return params
+    def flag_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor parameters from the options given as flags (by name, as :func:`beirx.cli.flags.given`
+        returns them); a value equal to its default is left out."""
+        declared = defaults(cls.OPTIONS)
+        return {key: value for key, value in given.items() if key not in declared or value != declared[key]}
 
     @classmethod
     def model_is_local(cls, params: dict[str, Any]) -> bool:

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker, common_options
 
 
 class BiEncoderReranker(PairwiseReranker):
     name = "bi-encoder"
     model_kind = "bi-encoder"
+    OPTIONS = common_options(batch_size=32)
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,

@@ -33,17 +33,18 @@ from typing import Any
 
 from beirx.argtypes import positive_int
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker, common_options
 from beirx.evaluate.rerankers.colbert_checkpoint import read_checkpoint
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
 from beirx.models.files import resolve_model
+from beirx.options import Option
 
 log = logging.getLogger(__name__)
 
 
 class ColbertReranker(PairwiseReranker):
-    PARAMS = {**PairwiseReranker.PARAMS, "query_maxlen": positive_int}
+    OPTIONS = (*common_options(batch_size=32), Option("query_maxlen", positive_int, flag=""))
     name = "colbert"
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker, common_options
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
 from beirx.models.checks import checked_model
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 class CrossEncoderReranker(PairwiseReranker):
     name = "cross-encoder"
     model_kind = "cross-encoder"
+    OPTIONS = common_options(batch_size=32)
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 32, max_length: int | None = None,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,

@@ -11,9 +11,12 @@ run and results file names, which must not change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
+from beirx.evaluate.rerankers.base import common_options
 from beirx.language_packs import get_pack
 from beirx.models.llm import LLM, PromptFile
 from beirx.models.llm.connection import ConnectionSettings, Role, backend_for, role_options
@@ -23,6 +26,7 @@ from beirx.options import Option
 RERANKING = Role("llm-", "llm-pointwise, llm-listwise",
                  aliases={"price_in": ("--llm-price-input",), "price_out": ("--llm-price-output",)},
                  names={"price_in": "price_input", "price_out": "price_output"})
+DEVICE = common_options()[0]
 PROMPT_FILE = Option("prompt_file", flag="--llm-prompt-file", metavar="PROMPT_FILE",
                      help="llm-pointwise, llm-listwise: TOML file overriding the LLM rerankers' prompts (only the keys "
                           "it changes; see beirx/evaluate/rerankers/llm_prompts.toml)")
@@ -30,7 +34,7 @@ PROMPT_FILE = Option("prompt_file", flag="--llm-prompt-file", metavar="PROMPT_FI
 
 def shared_options(role: Role = RERANKING) -> tuple[Option, ...]:
     """The options both LLM rerankers take (their flags declared once): the prompt file and the connection's."""
-    return (PROMPT_FILE, *role_options(role))
+    return (DEVICE, PROMPT_FILE, *role_options(role))
 
 
 def flag_options() -> tuple[Option, ...]:
@@ -48,24 +52,14 @@ class LLMReranker:
     OPTIONS: ClassVar[tuple[Option, ...]] = shared_options()
     #: Options several rerankers share: ``beirx eval`` adds their flags once, before each reranker's own.
     SHARED_OPTIONS: ClassVar[tuple[Option, ...]] = flag_options()
-    FLAGS: ClassVar[dict] = {}  # the options are :attr:`OPTIONS`
 
     @classmethod
-    def param_types(cls) -> dict[str, Any]:
-        """Every typed constructor parameter: the base's and :attr:`OPTIONS`'."""
-        return {**super().param_types(), **{o.name: o.choices or o.type for o in cls.OPTIONS if o.choices or o.type}}
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        """Until every reranker declares ``OPTIONS`` (and the plan receives the values the command line gave):
-        the device and the options given, their declared defaults left out (so the run's file names are those of
-        the same command without them)."""
-        params = {"device": args.device} if getattr(args, "device", None) else {}
-        for option in cls.OPTIONS:
-            flag = option.flag_name()
-            value = None if flag is None else getattr(args, flag.removeprefix("--").replace("-", "_"), None)
-            if value is not None and value != option.default:
-                params[option.name] = value
+    def flag_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The base's (values at their declared default left out, so a run's file names are those of the same
+        command without them), the prompt file written as a path."""
+        params = super().flag_params(given)
+        if params.get("prompt_file"):
+            params["prompt_file"] = str(Path(params["prompt_file"]))
         return params
 
     def _connect(self, model: str, llm: LLM | None, prompt_file: str | None, connection: ConnectionSettings,

@@ -26,10 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from beirx.errors import BeirxError, require
-from beirx.evaluate.rerankers.base import Pair, PairwiseReranker
+from beirx.evaluate.rerankers.base import Pair, PairwiseReranker, common_options
 from beirx.evaluate.rerankers.inference import length_batches, resolve_dtype, torch_device, torch_module
 from beirx.models import loaded
 from beirx.models.checks import checked_model
+from beirx.options import Option
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,11 @@ class MonoT5Reranker(PairwiseReranker):
     name = "monot5"
     model_kind = "seq2seq"
 
-    FLAGS = {"true_token": ("--monot5-true-token", str, "monoT5's relevance token (default: the checkpoint's, e.g. "
-                                                        "'true' or Polish 'prawda')"),
-             "false_token": ("--monot5-false-token", str, "monoT5's non-relevance token (default: the checkpoint's)")}
+    OPTIONS = (*common_options(batch_size=16, max_length=512),
+               Option("true_token", flag="--monot5-true-token",
+                      help="monoT5's relevance token (default: the checkpoint's, e.g. 'true' or Polish 'prawda')"),
+               Option("false_token", flag="--monot5-false-token",
+                      help="monoT5's non-relevance token (default: the checkpoint's)"))
 
     def __init__(self, model: str, *, lang: str = "en", batch_size: int = 16, max_length: int = 512,
                  device: str | None = None, show_progress: bool = True, use_cache: bool = True,

@@ -1,21 +1,22 @@
 """The retriever interface: index a dataset's corpus once, then search a batch of queries.
 
-A retriever also declares its own command-line flags (:meth:`Retriever.add_arguments`) and turns parsed
-flags into its constructor parameters (:meth:`Retriever.params_from_args`), so adding a retriever is one
-module plus one registry line; and it reports what the runner records as efficiency (index location,
+A retriever also declares its options once (:attr:`Retriever.OPTIONS`: :class:`beirx.options.Option` records),
+from which ``beirx eval``'s flags and the reading of a system's spelling or a grid file are generated, so adding a
+retriever is one module plus one registry line; and it reports what the runner records as efficiency (index location,
 device, whether the index came from the cache, corpus encoding time).
 """
 
 from __future__ import annotations
 
-import argparse
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from beirx.data.dataset import BeirDataset
 from beirx.data.records import Query
 from beirx.evaluate.runs import Run
+from beirx.options import Option, defaults
 
 
 class Retriever(ABC):
@@ -24,10 +25,11 @@ class Retriever(ABC):
     name: ClassVar[str]
     #: The :mod:`beirx.models.checks` kind of its ``model`` folder, checked before any work (None: no model folder).
     model_kind: ClassVar[str | None] = None
-    #: Constructor parameter -> its argparse type (:mod:`beirx.argtypes`) or a tuple of choices: how its flag, a
-    #: system's spelling and a grid file read it (:func:`beirx.evaluate.params.checked_params`). Declared once:
-    #: the flags take their types from here.
-    PARAMS: ClassVar[dict[str, Any]] = {}
+    #: Its options, declared once: each names a constructor parameter, its type or choices, its default (the
+    #: constructor's) and its flag; ``beirx eval``'s flags (:mod:`beirx.cli.flags`), a system's spelling and a grid
+    #: file (:func:`beirx.evaluate.params.checked_params`) are read by them. Options several retrievers share
+    #: (``--model``, ``--device``) are one flag.
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
     #: Constructor parameters beirx sets itself, never a system's spelling.
     INTERNAL: ClassVar[tuple[str, ...]] = ("pack", "use_cache", "show_progress")
     loaded_from_cache: bool = False
@@ -44,18 +46,17 @@ class Retriever(ABC):
     then the full run restricted to that part, which pooled subsets use instead of encoding again."""
 
     @classmethod
-    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        """Add this retriever's ``beirx eval`` flags to ``group`` (none by default)."""
+    def flag_options(cls) -> tuple[Option, ...]:
+        """The options whose flags :meth:`flag_params` reads: :attr:`OPTIONS` (a retriever that also reads
+        another's flags, as Elasticsearch reads BM25's preset, adds them)."""
+        return cls.OPTIONS
 
     @classmethod
-    def param_types(cls) -> dict[str, Any]:
-        """:attr:`PARAMS`."""
-        return dict(cls.PARAMS)
-
-    @classmethod
-    def params_from_args(cls, args: argparse.Namespace) -> dict[str, Any]:
-        """Constructor parameters from parsed flags; leave out what is at its default (it stays out of tags)."""
-        return {}
+    def flag_params(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor parameters from the options given as flags (by name, as :func:`beirx.cli.flags.given`
+        returns them); a value equal to its default is left out, so it stays out of tags and file names."""
+        declared = defaults(cls.OPTIONS)
+        return {key: value for key, value in given.items() if key not in declared or value != declared[key]}
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

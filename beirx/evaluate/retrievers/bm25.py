@@ -96,17 +96,13 @@ class _FieldIndex:
 
 class BM25Retriever(Retriever):
     name = "bm25"
-    PARAMS = {**bm25_conventions.TYPES, "preset": tuple(bm25_conventions.PRESETS)}
+    OPTIONS = bm25_conventions.OPTIONS
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        bm25_conventions.add_arguments(group)
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
+    def flag_params(cls, given) -> dict[str, Any]:
         """k1, b and fields always (they name result files as before); the combination, tie-breaker and
         length norm only when they differ from the defaults, so default file names do not change."""
-        settings = bm25_conventions.settings_from_args(args)
+        settings = bm25_conventions.settings_given(given)
         params = {key: settings[key] for key in ("k1", "b", "fields")}
         optional = ("length_norm",) + (("combine", "tie_breaker") if settings["fields"] == "multifield" else ())
         params.update({key: settings[key] for key in optional if settings[key] != bm25_conventions.DEFAULTS[key]})

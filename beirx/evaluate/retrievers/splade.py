@@ -43,15 +43,16 @@ from beirx.errors import BeirxError, require
 from beirx.evaluate.knn import id_tie_ranks
 from beirx.evaluate.retrievers.base import Retriever
 from beirx.evaluate.retrievers.bm25 import top_k
-from beirx.evaluate.retrievers.dense import BATCH_SIZE, document_text, encoder_params
+from beirx.evaluate.retrievers.dense import BATCH_SIZE, ENCODER_OPTIONS, document_text
 from beirx.evaluate.retrievers.sparse_index import InvertedIndex, SparseIndexCache, check_vocabulary
 from beirx.evaluate.runs import Run
 from beirx.language_packs import LanguagePack
+from beirx.models.checks import checked_model
 from beirx.models.default_models import model_or_default
 from beirx.models.device import choose_device
 from beirx.models.embeddings_cache import length_order
-from beirx.models.checks import checked_model
 from beirx.models.splade import POOLINGS, SpladeEncoder
+from beirx.options import Option
 
 log = logging.getLogger(__name__)
 
@@ -64,34 +65,18 @@ class SpladeRetriever(Retriever):
     name = "splade"
     model_kind = "masked-lm"
     corpus_statistics = False
-    PARAMS = {"max_length": positive_int, "query_max_length": positive_int, "batch_size": positive_int,
-              "checkpoint_batches": positive_int, "query_encoding": QUERY_ENCODINGS, "pooling": POOLINGS}
-
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--splade-query-model", help="a separate SPLADE query encoder (same vocabulary); default: "
-                                                        "--model encodes queries too")
-        group.add_argument("--splade-query-encoding", choices=cls.PARAMS["query_encoding"], default="model",
-                           help="tokens: queries as their word pieces (weight = count), for document-only models")
-        group.add_argument("--splade-pooling", choices=cls.PARAMS["pooling"], default="max",
-                           help="pooling of token weights: max (SPLADE v2/++, default) or sum (SPLADE v1)")
-        group.add_argument("--splade-query-max-length", type=cls.PARAMS["query_max_length"],
-                           help="tokens per query (default: the document --max-length)")
-        # the encoder flags are the dense group's, declared once there (dense.encoder_params): --model,
-        # --model-revision, --max-length (default 256 here) and --batch-size
-
-    @classmethod
-    def params_from_args(cls, args) -> dict[str, Any]:
-        if getattr(args, "model", None) and {"dense", "splade"} <= set(getattr(args, "retriever", None) or []):
-            raise BeirxError("--model would name both the dense and the SPLADE model: describe the two systems in a "
-                             "--config grid file instead")
-        params = encoder_params(args, query_model=args.splade_query_model,
-                                query_max_length=args.splade_query_max_length)
-        if args.splade_query_encoding != "model":
-            params["query_encoding"] = args.splade_query_encoding
-        if args.splade_pooling != "max":
-            params["pooling"] = args.splade_pooling
-        return params
+    OPTIONS = (
+        *ENCODER_OPTIONS,  # --model, --model-revision, --max-length (default 256 here), --batch-size: the dense flags
+        Option("query_model", flag="--splade-query-model",
+               help="a separate SPLADE query encoder (same vocabulary); default: --model encodes queries too"),
+        Option("query_encoding", choices=QUERY_ENCODINGS, default="model", flag="--splade-query-encoding",
+               help="tokens: queries as their word pieces (weight = count), for document-only models"),
+        Option("pooling", choices=POOLINGS, default="max", flag="--splade-pooling",
+               help="pooling of token weights: max (SPLADE v2/++) or sum (SPLADE v1)"),
+        Option("query_max_length", positive_int, flag="--splade-query-max-length",
+               help="tokens per query (default: the document --max-length)"),
+        Option("checkpoint_batches", positive_int, default=32, flag=""),
+    )
 
     def __init__(self, pack: LanguagePack, model: str | None = None, revision: str | None = None,
                  query_model: str | None = None, query_encoding: str = "model", pooling: str = "max",

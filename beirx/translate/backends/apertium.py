@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.errors import BeirxError
-from beirx.translate.backends.base import Translator
+from beirx.translate.backends.base import Translator, setting
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,9 @@ class ApertiumTranslator(Translator):
     name = "apertium"
     max_batch_size = 4000  # ~90k words, several seconds: process start-up stays a few per cent
     keeps_placeholders = True  # ⟦0⟧ passes through as an unknown word
+    OPTIONS = (setting("mark_unknown", default=False, help="mark unknown words with * (true/false)"),
+               setting("datadir", help="folder of locally built Apertium language pairs"),
+               setting("binary", default="apertium", help="the Apertium engine"))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, mark_unknown: Any = False,
                  datadir: str | None = None, binary: str = "apertium", **options: Any):

@@ -1,12 +1,20 @@
-"""The translator interface every MT backend implements: one module per backend (which declares its own
-``beirx translate`` flags, :meth:`Translator.add_arguments`) plus one registry line."""
+"""The translator interface every MT backend implements: one module per backend (which declares its options once,
+:attr:`Translator.OPTIONS`: the ``--translator-option`` keys and its ``beirx translate`` flags) plus one registry
+line."""
 
 from __future__ import annotations
 
-import argparse
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
+
+from beirx.errors import BeirxError
+from beirx.options import Option, by_name
+
+
+def setting(name: str, type: Any = None, default: Any = None, help: str = "", **how: Any) -> Option:
+    """A backend option set with ``--translator-option NAME=VALUE`` only (no flag of its own)."""
+    return Option(name, type, default, help, flag="", **how)
 
 
 class Translator(ABC):
@@ -39,38 +47,41 @@ class Translator(ABC):
     #: takes no model), so a caller can check it under its own flag before the backend is built.
     model_kind: ClassVar[str | None] = None
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        """Add this backend's own ``beirx translate`` flags to ``group`` (none by default). The command adds
-        each class's flags once, so a subclass declares only flags its base does not."""
-
-    @classmethod
-    def params_from_args(cls, args: argparse.Namespace) -> dict[str, Any]:
-        """Constructor options from parsed flags: only those given (the others keep the backend's defaults)."""
-        return {}
+    #: Its options, declared once (:class:`beirx.options.Option`, each a keyword-only constructor parameter with
+    #: the constructor's default): the ``--translator-option KEY=VALUE`` keys, read by :meth:`read_options`, and,
+    #: for those with a flag (``flag=""``: none), the ``beirx translate`` flags generated from them. A subclass
+    #: lists its base's too.
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, src: str, tgt: str, model: str | None = None, **options: Any):
         if options:  # every backend names its options in its constructor; what reaches here is unknown
-            from beirx.errors import BeirxError
-
-            raise BeirxError(f"unknown option{'s' if len(options) > 1 else ''} {', '.join(sorted(options))} for the "
-                             f"{getattr(self, 'name', type(self).__name__)} translator; valid options: "
-                             f"{', '.join(self.declared_options()) or 'none'}")
+            raise _unknown(self, options)
         self.src, self.tgt, self.model, self.options = src, tgt, model, options
 
     @classmethod
     def declared_options(cls) -> list[str]:
-        """The ``--translator-option`` names this backend accepts: its (and its bases') keyword-only parameters."""
-        import inspect
+        """The ``--translator-option`` names this backend accepts (:attr:`OPTIONS`)."""
+        return sorted(option.name for option in cls.OPTIONS)
 
-        names: set[str] = set()
-        for klass in cls.__mro__:
-            init = klass.__dict__.get("__init__")
-            if init is None:
-                continue
-            names.update(p.name for p in inspect.signature(init).parameters.values()
-                         if p.kind is inspect.Parameter.KEYWORD_ONLY)
-        return sorted(names - {"retry_policy"})
+    @classmethod
+    def read_option(cls, name: str, value: Any, default: Any = None) -> Any:
+        """One option's value (from code, a flag or ``--translator-option``) read by its declaration in
+        :attr:`OPTIONS`, the message naming the backend and the option; None or an empty value is ``default``."""
+        if value is None or value == "":
+            return default
+        return by_name(cls.OPTIONS)[name].read(value, f"{cls.name}: ")
+
+    @classmethod
+    def read_options(cls, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` (``--translator-option`` pairs, flags, a file) read by :attr:`OPTIONS`: a number by its type
+        (NaN and infinity refused, naming the option), an undeclared key refused naming the declared ones; an empty
+        value is left for the constructor (its default)."""
+        unknown = {key: value for key, value in values.items() if key not in cls.declared_options()}
+        if unknown:
+            raise _unknown(cls, unknown)
+        declared = by_name(cls.OPTIONS)
+        return {key: value if value is None or value == "" else declared[key].read(value, f"{cls.name}: ")
+                for key, value in values.items()}
 
     def for_replicas(self, options: dict[str, Any], workers: int) -> dict[str, Any]:
         """The options of each of ``workers`` Ray replicas built from ``options`` (this backend's own). Default:
@@ -126,3 +137,10 @@ class Translator(ABC):
         redoing hours of work. Default: none.
         """
         return []
+
+
+def _unknown(translator: Any, options: Mapping[str, Any]) -> BeirxError:
+    """The refusal of options ``translator`` (a backend or its class) does not declare, naming those it does."""
+    return BeirxError(f"unknown option{'s' if len(options) > 1 else ''} {', '.join(sorted(options))} for the "
+                      f"{getattr(translator, 'name', getattr(translator, '__name__', type(translator).__name__))} "
+                      f"translator; valid options: {', '.join(translator.declared_options()) or 'none'}")

@@ -29,7 +29,8 @@ from beirx.errors import require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum, model_revision
-from beirx.argtypes import non_negative_int, option
+from beirx.argtypes import non_negative_int, positive_int
+from beirx.translate.backends.base import setting
 from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
                                            load_tokenizer)
 
@@ -79,6 +80,14 @@ class CT2Translator(TokenizedTranslator):
     max_batch_size = 32
     keeps_placeholders = False
 
+    OPTIONS = (setting("beam_size", positive_int, 4), setting("max_decoding_length", positive_int),
+               setting("min_decoding_length", non_negative_int, 0), setting("device", default="auto"),
+               setting("compute_type", default="auto"), setting("quantization", default="int8"),
+               setting("intra_threads", non_negative_int, 0), setting("revision", help="Hub revision of --model"),
+               setting("src_code", help="the model's code of the source language"),
+               setting("tgt_code", help="the model's code of the target language"),
+               setting("tokenizer", help="the tokenizer's folder or Hub id (default: the model's)"))
+
     def __init__(self, src: str, tgt: str, model: str | None = None, *, beam_size: Any = 4,
                  max_decoding_length: Any = None, min_decoding_length: Any = 0, device: str = "auto",
                  compute_type: str = "auto", quantization: str = "int8", intra_threads: Any = 0,
@@ -88,7 +97,7 @@ class CT2Translator(TokenizedTranslator):
         super().__init__(src, tgt, model, **options)
         beam_size, max_decoding_length, min_decoding_length = decoding_options(
             self.name, beam_size, max_decoding_length, min_decoding_length, ("max_decoding_length", "min_decoding_length"))
-        intra_threads = option(self.name, "intra_threads", intra_threads, non_negative_int, default=0)
+        intra_threads = self.read_option("intra_threads", intra_threads, default=0)
         ctranslate2 = require("ctranslate2", "translate", "the ctranslate2 translator")
         max_positions = None
         if is_converted(model):

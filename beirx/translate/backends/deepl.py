@@ -27,6 +27,7 @@ import html
 import re
 from typing import Any, ClassVar
 
+from beirx.translate.backends.base import setting
 from beirx.translate.backends.http_api import (
     ApiError,
     HttpApiTranslator,
@@ -64,6 +65,9 @@ class DeepLTranslator(HttpApiTranslator):
 
     MAX_TEXTS = 50
     MAX_BODY_BYTES = 128 * 1024
+
+    OPTIONS = (*HttpApiTranslator.OPTIONS, setting("formality", help="DeepL's formality (more, less ...)"),
+               setting("model_type", help="DeepL's model_type (default: --model)"))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, formality: str | None = None,
                  model_type: str | None = None, **options: Any):

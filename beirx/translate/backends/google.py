@@ -34,7 +34,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from beirx.argtypes import option, positive_int
+from beirx.argtypes import positive_int
+from beirx.translate.backends.base import setting
 from beirx.translate.backends.http_api import (
     ApiError,
     HttpApiTranslator,
@@ -72,6 +73,10 @@ class GoogleTranslator(HttpApiTranslator):
     MAX_SEGMENTS = 128
     HARD_MAX_CHARS = 30_000
 
+    OPTIONS = (*HttpApiTranslator.OPTIONS, setting("api", default="v2", help="v2 or v3"),
+               setting("project", help="the Cloud project (v3)"), setting("location", default="global"),
+               setting("max_request_chars", positive_int, 5_000, help="characters per request"))
+
     def __init__(self, src: str, tgt: str, model: str | None = None, *, api: str = "v2", project: str | None = None,
                  location: str = "global", max_request_chars: int = 5_000, **options: Any):
         super().__init__(src, tgt, model, **options)
@@ -83,7 +88,7 @@ class GoogleTranslator(HttpApiTranslator):
         if api == "v3" and not self.project:
             raise ApiError("Google Cloud Translation v3 needs a project: --translator-option project=ID "
                            "or the environment variable GOOGLE_CLOUD_PROJECT")
-        self.max_request_chars = min(option(self.name, "max_request_chars", max_request_chars, positive_int),
+        self.max_request_chars = min(self.read_option("max_request_chars", max_request_chars),
                                      self.HARD_MAX_CHARS)
 
     @property

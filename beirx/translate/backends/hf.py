@@ -17,6 +17,8 @@ from beirx.errors import BeirxError, require
 from beirx.models.checks import check_if_local
 from beirx.models.device import choose_device
 from beirx.models.files import model_revision
+from beirx.argtypes import non_negative_int, positive_int
+from beirx.translate.backends.base import setting
 from beirx.translate.backends.seq2seq import (ModelTokenizer, TokenizedTranslator, decoding_options, default_model,
                                            load_tokenizer)
 
@@ -32,6 +34,12 @@ class HFTranslator(TokenizedTranslator):
     max_batch_size = 16
     model_kind = "seq2seq"
     keeps_placeholders: ClassVar[bool] = False
+
+    OPTIONS = (setting("beam_size", positive_int, 4), setting("max_new_tokens", positive_int),
+               setting("min_new_tokens", non_negative_int, 0), setting("device", default="auto"),
+               setting("dtype", default="auto"), setting("revision", help="Hub revision of --model"),
+               setting("src_code", help="the model's code of the source language"),
+               setting("tgt_code", help="the model's code of the target language"))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, beam_size: Any = 4,
                  max_new_tokens: Any = None, min_new_tokens: Any = 0, device: str = "auto", dtype: str = "auto",

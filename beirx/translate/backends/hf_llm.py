@@ -21,6 +21,7 @@ from beirx.models.checks import check_if_local
 from beirx.models.files import model_revision
 from beirx.models.llm import LocalLLM
 from beirx.models.llm.connection import LOCAL
+from beirx.translate.backends.base import setting
 from beirx.translate.llm.translator import LLMTranslator
 
 
@@ -28,6 +29,7 @@ class HFLLMTranslator(LLMTranslator):
     name = "hf-llm"
     llm_backend = LOCAL
     model_kind = "causal-lm"
+    OPTIONS = (*LLMTranslator.OPTIONS, setting("device"), setting("batch_size", positive_int, default=8))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, device: str | None = None,
                  batch_size: int | str = 8, **options: Any):

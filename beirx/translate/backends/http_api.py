@@ -37,7 +37,7 @@ from beirx.argtypes import non_negative_float, option, positive_float, positive_
 from beirx.errors import BeirxError
 from beirx.retry import RETRY_STATUSES, RetryPolicy, Retrying, Transient, transient_status
 from beirx.retry import parse_retry_after  # noqa: F401 (re-exported)
-from beirx.translate.backends.base import Translator
+from beirx.translate.backends.base import Translator, setting
 from beirx.translate.placeholders import PLACEHOLDER
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,12 @@ class HttpApiTranslator(Translator):
     #: Environment variables searched, in order, for the credential.
     key_envs: ClassVar[tuple[str, ...]]
     default_base_url: ClassVar[str]
+
+    OPTIONS = (setting("base_url", help="the API's address (default: the provider's)"),
+               setting("timeout", positive_float, 60.0, help="seconds per request"),
+               setting("key_env", help="environment variable holding the key"),
+               setting("retries", positive_int, help="attempts per request"),
+               setting("backoff", non_negative_float, help="seconds before the first retry, doubled each time"))
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  timeout: float = 60.0, key_env: str | None = None, retries: int | None = None,

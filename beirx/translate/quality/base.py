@@ -7,10 +7,9 @@ everything generically, so a new method touches nothing else.
 
 from __future__ import annotations
 
-import argparse
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 
 from beirx.argtypes import OptionValueError
 from beirx.errors import BeirxError
+from beirx.options import Option
 from beirx.registry import Registry
 
 if TYPE_CHECKING:
@@ -162,14 +162,15 @@ class QualityMethod(ABC):
     # sample is drawn over the field); False: chunk by chunk
     whole_field: ClassVar[bool] = False
 
-    @classmethod
-    def add_arguments(cls, group: argparse._ArgumentGroup) -> None:
-        """Add this method's ``beirx quality`` flags to ``group`` (none by default)."""
+    #: Its options, declared once (:class:`beirx.options.Option`): ``beirx quality``'s flags are generated from
+    #: them; an option named as a constructor parameter has the constructor's default.
+    OPTIONS: ClassVar[tuple[Option, ...]] = ()
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace, src: str, tgt: str) -> QualityMethod | None:
-        """The method configured by parsed flags, or None when the flags do not ask for it (by default: the
-        method with its defaults, whatever the flags)."""
+    def from_options(cls, given: Mapping[str, Any], src: str, tgt: str, use_cache: bool = True) -> QualityMethod | None:
+        """The method configured by the options given (by name, as :func:`beirx.cli.flags.given` returns them), or
+        None when they do not ask for it (by default: the method with its defaults, whatever was given);
+        ``use_cache`` False: compute again what a cache holds."""
         return cls()
 
     @classmethod
@@ -248,4 +249,4 @@ def _build(name: str) -> QualityMethod:
         return cls()
     except TypeError:
         raise BeirxError(f"quality method {name!r} needs options: build it (e.g. from its beirx quality flags, "
-                         f"{cls.__name__}.from_args) and pass the method instead of its name") from None
+                         f"{cls.__name__}.from_options) and pass the method instead of its name") from None

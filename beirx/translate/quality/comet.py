@@ -31,6 +31,7 @@ from beirx.errors import BeirxError, require
 from beirx.models import loaded
 from beirx.models.device import choose_device
 from beirx.models.files import folder_checksum
+from beirx.options import Option
 from beirx.progress import progress
 from beirx.provenance import installed_version
 from beirx.translate.planning import chunks
@@ -84,19 +85,18 @@ class Comet(QualityMethod):
         self.sample = sample
         self.device = choose_device(device)
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--comet", metavar="PATH", type=Path,
-                           help="a local reference-free COMET model folder (e.g. CometKiwi): per-row neural QE "
-                                "(needs beirx[comet])")
-        group.add_argument("--comet-batch-size", type=positive_int, default=16, help="COMET batch size (default 16)")
-        group.add_argument("--comet-sample", type=rows_to_score, default=None, metavar="N|all|qrels:SPLIT",
-                           help="rows per field to score: a seeded sample, all, or qrels:SPLIT (the queries and "
-                                "documents the SPLIT qrels judge; default all)")
+    OPTIONS = (
+        Option("path", Path, flag="--comet", metavar="PATH",
+               help="a local reference-free COMET model folder (e.g. CometKiwi): per-row neural QE (needs beirx[comet])"),
+        Option("batch_size", positive_int, default=16, flag="--comet-batch-size", help="COMET batch size"),
+        Option("sample", rows_to_score, flag="--comet-sample", metavar="N|all|qrels:SPLIT",
+               help="rows per field to score: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
+                    "SPLIT qrels judge; default all)"),
+    )
 
     @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> Comet | None:
-        return cls(args.comet, args.comet_batch_size, args.comet_sample) if args.comet else None
+    def from_options(cls, given, src: str, tgt: str, use_cache: bool = True) -> Comet | None:
+        return cls(**given) if given.get("path") else None
 
     def describe(self, context: QualityContext) -> dict[str, Any]:
         return {"model": str(self.folder), "revision": folder_checksum(self.folder),

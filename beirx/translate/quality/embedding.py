@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from beirx.options import Option
 from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod, Score,
                                           rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z
@@ -33,17 +34,17 @@ class EmbeddingSimilarity(QualityMethod):
         self.sample = sample
         self.whole_field = isinstance(sample, int)  # a seeded sample is drawn over the field; else chunk by chunk
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--no-similarity", action="store_true",
-                           help="skip the cross-lingual similarity (e.g. when only an LLM judge or COMET should run)")
-        group.add_argument("--similarity-sample", type=rows_to_score, default=None, metavar="N|all|qrels:SPLIT",
-                           help="rows per field to embed: a seeded sample, all, or qrels:SPLIT (the queries and "
-                                "documents the SPLIT qrels judge; default all)")
+    OPTIONS = (
+        Option("skip", switch=True, flag="--no-similarity",
+               help="skip the cross-lingual similarity (e.g. when only an LLM judge or COMET should run)"),
+        Option("sample", rows_to_score, flag="--similarity-sample", metavar="N|all|qrels:SPLIT",
+               help="rows per field to embed: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
+                    "SPLIT qrels judge; default all)"),
+    )
 
     @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> EmbeddingSimilarity | None:
-        return None if args.no_similarity else cls(args.similarity_sample)
+    def from_options(cls, given, src: str, tgt: str, use_cache: bool = True) -> EmbeddingSimilarity | None:
+        return None if given.get("skip") else cls(given.get("sample"))
 
     @classmethod
     def report_section(cls, report: QualityReport) -> list[str]:

@@ -115,6 +115,11 @@ class LLMJudge(QualityMethod):
         self.prices, self.max_cost, self.use_cache = self.connection.prices(), self.connection.max_cost, use_cache
 
     @classmethod
+    def from_options(cls, given: dict[str, Any], src: str, tgt: str, use_cache: bool = True) -> LLMJudge | None:
+        """:meth:`configured` by the options given."""
+        return cls.configured(dict(given), use_cache=use_cache)
+
+    @classmethod
     def configured(cls, values: dict[str, Any], *, device: str | None = None,
                    use_cache: bool = True) -> LLMJudge | None:
         """The judge ``values`` (its options given, by name) ask for, or None: it runs when its model is given;

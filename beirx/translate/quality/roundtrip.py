@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from beirx.argtypes import key_value
 from beirx.errors import require
+from beirx.options import Option
 from beirx.translate.backends.base import Translator
 from beirx.translate.plan import translate_texts
 from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
@@ -52,17 +53,16 @@ class RoundTrip(QualityMethod):
         self.translator = translator
         self.sample = sample
 
-    @classmethod
-    def add_arguments(cls, group) -> None:
-        group.add_argument("--roundtrip-translator", metavar="NAME",
-                           help="back-translate with this backend (e.g. apertium): per-row chrF and similarity")
-        group.add_argument("--roundtrip-model", metavar="M", help="model of the round-trip backend")
-        group.add_argument("--roundtrip-option", action="append", default=[], metavar="KEY=VALUE", type=key_value,
-                           help="option of the round-trip backend (repeatable)")
-        group.add_argument("--roundtrip-sample", type=rows_to_score, default=DEFAULT_SAMPLE,
-                           metavar="N|all|qrels:SPLIT",
-                           help="rows per field to back-translate: a seeded sample, all, or qrels:SPLIT (the queries "
-                                f"and documents the SPLIT qrels judge; default {DEFAULT_SAMPLE})")
+    OPTIONS = (
+        Option("translator", flag="--roundtrip-translator", metavar="NAME",
+               help="back-translate with this backend (e.g. apertium): per-row chrF and similarity"),
+        Option("model", flag="--roundtrip-model", metavar="M", help="model of the round-trip backend"),
+        Option("options", key_value, flag="--roundtrip-option", repeat=True, metavar="KEY=VALUE",
+               help="option of the round-trip backend (repeatable)"),
+        Option("sample", rows_to_score, default=DEFAULT_SAMPLE, flag="--roundtrip-sample", metavar="N|all|qrels:SPLIT",
+               help="rows per field to back-translate: a seeded sample, all, or qrels:SPLIT (the queries and "
+                    "documents the SPLIT qrels judge)"),
+    )
 
     @classmethod
     def report_lines(cls, report: QualityReport, field: str) -> list[str]:
@@ -79,14 +79,15 @@ class RoundTrip(QualityMethod):
         return {"round-trip chrF": outcome.summary.get("chrF") if outcome else None}
 
     @classmethod
-    def from_args(cls, args, src: str, tgt: str) -> RoundTrip | None:
-        if not args.roundtrip_translator:
+    def from_options(cls, given, src: str, tgt: str, use_cache: bool = True) -> RoundTrip | None:
+        """The back-translator (``tgt`` to ``src``) with its options read by its declared options."""
+        if not given.get("translator"):
             return None
         from beirx.translate.backends import TRANSLATORS
 
-        backend = TRANSLATORS.get(args.roundtrip_translator)
-        return cls(backend(tgt, src, args.roundtrip_model, **dict(args.roundtrip_option)),
-                   args.roundtrip_sample)
+        backend = TRANSLATORS.get(given["translator"])
+        options = backend.read_options(dict(given.get("options") or []))
+        return cls(backend(tgt, src, given.get("model"), **options), given.get("sample", DEFAULT_SAMPLE))
 
     def close(self) -> None:
         self.translator.close()
