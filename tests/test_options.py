@@ -149,3 +149,23 @@ def test_no_module_outside_cli_imports_argparse_or_adds_arguments():
                     and getattr(node.args[0], "id", None) == "args":
                 offenders.append(f"{path.relative_to(root)}:{node.lineno} reads args")
     assert offenders == []
+
+
+def test_a_flag_whose_value_reads_as_none_is_given():
+    """``--roundtrip-sample all`` (every row) reads as None, which must not fall back to the declared default."""
+    flags = [(name, option) for name in QUALITY_METHODS.in_order() for option in QUALITY_METHODS.get(name).OPTIONS
+             if option.flag_name() and option.type is not None and _reads_as_none(option)]
+    assert {option.flag_name() for _, option in flags} >= {"--judge-sample", "--roundtrip-sample"}
+    for name, option in flags:
+        argv = ARGV["quality"] + [option.flag_name(), "all"]
+        values = given(build_parser(argv).parse_args(argv), QUALITY_METHODS.get(name).OPTIONS)
+        assert option.name in values and values[option.name] is None, option.flag_name()
+    argv = ARGV["quality"]
+    assert "sample" not in given(build_parser(argv).parse_args(argv), QUALITY_METHODS.get("roundtrip").OPTIONS)
+
+
+def _reads_as_none(option) -> bool:
+    try:
+        return option.read("all") is None
+    except Exception:  # noqa: BLE001 - "all" is not a value of this option
+        return False

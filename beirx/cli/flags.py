@@ -2,7 +2,8 @@
 
 The one place outside argparse's own users that turns a declaration into flags: a component never sees
 ``argparse`` or the parsed namespace, it receives the dictionary :func:`given` returns. Flags default to None,
-so "not given" is visible and the component's declared default applies (the help quotes it).
+so "not given" is visible and the component's declared default applies (the help quotes it); a value that
+reads as None (``--roundtrip-sample all``: every row) is given, and :func:`given` returns it as None.
 """
 
 from __future__ import annotations
@@ -13,6 +14,28 @@ from typing import Any
 
 from beirx.cli.types import for_argparse
 from beirx.options import Option
+
+
+class _ReadAsNone:
+    """What a flag holds when its value reads as None, so it is told apart from a flag not given (None)."""
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+READ_AS_NONE = _ReadAsNone()
+
+
+def _type(option: Option):
+    """``option``'s type for argparse: refusals as argparse errors, a None result as :data:`READ_AS_NONE`."""
+    parse = for_argparse(option.type)
+
+    def read(text: str):
+        value = parse(text)
+        return READ_AS_NONE if value is None else value
+
+    read.__name__ = getattr(option.type, "__name__", "value")
+    return read
 
 
 def dest(option: Option, prefix: str = "") -> str | None:
@@ -42,7 +65,7 @@ def add_options(group, options: Iterable[Option], prefix: str = "", owner: str =
             if option.choices is not None:
                 how["choices"] = option.choices
             elif option.type is not None:
-                how["type"] = for_argparse(option.type)
+                how["type"] = _type(option)
             if option.repeat:
                 how["action"] = "append"
             if option.metavar:
@@ -57,6 +80,8 @@ def given(args: argparse.Namespace, options: Iterable[Option], prefix: str = "")
     for option in options:
         name = dest(option, prefix)
         value = None if name is None else getattr(args, name, None)
-        if value is not None and (value is not False or option.default is True):
+        if value is READ_AS_NONE:
+            values[option.name] = None
+        elif value is not None and (value is not False or option.default is True):
             values[option.name] = value
     return values

@@ -52,14 +52,6 @@ DEFAULT_SAMPLE = 200
 CHUNK = 64  # rows per round of concurrent requests (and per cache commit)
 MAX_EXAMPLES = 5
 KINDS = {"queries": "search query", "corpus": "document"}
-#: ``--judge-sample all`` as read: a flag's None means "not given" (:func:`beirx.cli.flags.given`), so "every
-#: row" is this word until the constructor, where it becomes None (no sample).
-ALL = "all"
-
-
-def judge_rows(text: str) -> int | JudgedRows | str:
-    """:func:`~beirx.translate.quality.base.rows_to_score`, ``all`` kept as :data:`ALL`."""
-    return ALL if text == ALL else rows_to_score(text)
 
 
 class LLMJudge(QualityMethod):
@@ -79,7 +71,7 @@ class LLMJudge(QualityMethod):
         Option("model", flag="--judge-model", metavar="M",
                help="the judge's model, as the server names it (transformers: a model folder or Hub id); asking "
                     "for it runs the judge (GEMBA-MQM errors and a 0-100 score)"),
-        Option("sample", judge_rows, DEFAULT_SAMPLE, flag="--judge-sample", metavar="N|all|qrels:SPLIT",
+        Option("sample", rows_to_score, DEFAULT_SAMPLE, flag="--judge-sample", metavar="N|all|qrels:SPLIT",
                help="rows per field to judge: a seeded sample, all, or qrels:SPLIT (the queries and documents the "
                     "SPLIT qrels judge)"),
         Option("retries", non_negative_int, 2, flag="--judge-retries", metavar="N",
@@ -93,7 +85,7 @@ class LLMJudge(QualityMethod):
     )
 
     def __init__(self, model: str, *, backend: str | None = None, base_url: str | None = None,
-                 sample: int | JudgedRows | str | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0,
+                 sample: int | JudgedRows | None = DEFAULT_SAMPLE, retries: int = 2, min_score: float = 50.0,
                  max_tokens: int = 512, concurrency: int = 8, timeout: float = 120.0, deadline: float | None = None,
                  attempts: int = 6, backoff: float = 1.0, breaker_failures: int = 10, breaker_seconds: float = 30.0,
                  prompt_file: Path | str | None = None, max_cost: float | None = None, price_in: float = 0.0,
@@ -110,8 +102,7 @@ class LLMJudge(QualityMethod):
         self.prompts = PromptFile.load("beirx.translate.quality", "judge_prompts.toml", prompt_file)
         for key in ("system", "user", "retry"):
             self.prompts.get(key)  # a prompt file without one fails now, naming it, not mid-run
-        self.sample = None if sample == ALL else sample
-        self.retries, self.min_score, self.max_tokens = retries, min_score, max_tokens
+        self.sample, self.retries, self.min_score, self.max_tokens = sample, retries, min_score, max_tokens
         self.prices, self.max_cost, self.use_cache = self.connection.prices(), self.connection.max_cost, use_cache
 
     @classmethod
