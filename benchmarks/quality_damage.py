@@ -101,7 +101,7 @@ def eligible(kind: str, english: str, spanish: str, field: str = "corpus") -> bo
 def build(work: Path, rows: int, seed: int) -> tuple[Path, Path, dict[str, str]]:
     """Source and damaged-translation BEIR folders (corpus only scored) and ``{doc id: damage}``."""
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.plan import translate_texts
+    from beirx.translate.planning.text_plan import translate_texts
 
     work.mkdir(parents=True, exist_ok=True)
     docs = [json.loads(line) for line in (SCIFACT / "corpus.jsonl").open(encoding="utf-8")]
@@ -249,7 +249,7 @@ def damaged_copy(translation: Path, source: Path, out: Path, query_rate: float, 
     translation.json as they were) and return the chosen rows."""
     from beirx.data.beir_io import read_qrels
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.plan import translate_texts
+    from beirx.translate.planning.text_plan import translate_texts
 
     test = read_qrels(translation / "qrels" / "test.tsv")
     src_docs = {d["_id"]: d for d in _read_jsonl(source / "corpus.jsonl")}
@@ -372,9 +372,9 @@ def retrieval(args) -> None:
     from beirx.report.quality_drop import precision_recall_at_k, signals_of
     from beirx.translate.backends import TRANSLATORS
     from beirx.translate.quality.base import JudgedRows
-    from beirx.translate.quality.checks import Checks
     from beirx.translate.quality.embedding import EmbeddingSimilarity
     from beirx.translate.quality.roundtrip import RoundTrip
+    from beirx.translate.quality.rule_checks import Checks
     from beirx.translate.quality.run import run_quality
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="quality-damage-retrieval-"))
@@ -484,12 +484,12 @@ def main() -> None:
         retrieval(args)
         return
 
+    from beirx.data.dataset import BeirDataset
     from beirx.translate.backends import TRANSLATORS
-    from beirx.translate.quality.checks import Checks
     from beirx.translate.quality.embedding import EmbeddingSimilarity
     from beirx.translate.quality.roundtrip import RoundTrip
+    from beirx.translate.quality.rule_checks import Checks
     from beirx.translate.quality.run import run_quality
-    from beirx.data.dataset import BeirDataset
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="quality-damage-"))
     started = time.process_time()

@@ -2,7 +2,7 @@
 
 For each recipe (pooling systems, corpus budget, pool depth, a depth floor that trades queries for depth, or a
 larger random fill) and seed, a subset is cut by ``beirx subset``'s own code (the query sample of
-:func:`beirx.subsets.sample.sample_queries`, then :func:`beirx.subsets.cut.gather` and
+:func:`beirx.subsets.query_sample.sample_queries`, then :func:`beirx.subsets.cut.gather` and
 :func:`~beirx.subsets.cut.select`: judged + pooled at the depth that fits + seeded random fill), every system is
 scored on it by nDCG@10 per query, and against the full set's scores:
 
@@ -194,8 +194,8 @@ def pooled_lists(members: list[str], full_runs: dict, queries: dict, depth: int)
 
 
 def choose_queries(qrels, split_queries: dict, n: int | None, seed: int) -> dict:
+    from beirx.subsets.query_sample import sample_queries
     from beirx.subsets.recipe import QUERY_CAP
-    from beirx.subsets.sample import sample_queries
 
     chosen = sample_queries(qrels, set(split_queries), QUERY_CAP if n is None else n, seed, cap=n is None)
     return {q: split_queries[q] for q in chosen.kept}

@@ -61,8 +61,8 @@ def main() -> None:
 
     from beirx.data.dataset import BeirDataset
     from beirx.translate.backends.apertium import ApertiumTranslator
-    from beirx.translate.memory import TranslationMemory
     from beirx.translate.pipeline import translate_dataset
+    from beirx.translate.translation_memory import TranslationMemory
 
     texts, root = source_texts(args.dataset, args.docs)
     translator = ApertiumTranslator("en", args.lang)

@@ -53,8 +53,8 @@ def start_server(latency: float, queries: Path) -> tuple[subprocess.Popen, str]:
 def beirx_run(dataset, url: str, concurrency: int, work: Path) -> tuple[float, float, int]:
     """(requests/s of the translate step, CPU seconds of the whole run, units)."""
     from beirx.translate.backends.openai import OpenAITranslator
-    from beirx.translate.memory import TranslationMemory
     from beirx.translate.pipeline import translate_dataset
+    from beirx.translate.translation_memory import TranslationMemory
 
     translator = OpenAITranslator("en", "es", "fake-llm", base_url=url, concurrency=concurrency, retries=0)
     before = cpu_seconds()
@@ -110,8 +110,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from beirx.data.dataset import BeirDataset
-    from beirx.translate.llm.prompts import TranslationPrompts
-    from beirx.translate.llm.units import QUERY
+    from beirx.translate.llm.translation_prompts import TranslationPrompts
+    from beirx.translate.planning.document_units import QUERY
 
     dataset = BeirDataset(args.dataset, name="scifact")
     texts = [json.loads(line)["text"] for line in (args.dataset / "queries.jsonl").open(encoding="utf-8")]

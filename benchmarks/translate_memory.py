@@ -52,9 +52,9 @@ def generate(root: Path, docs: int, seed: int = 13) -> Path:
 def child(mode: str, data: Path, work: Path) -> None:
     """One measurement, in the child process (beirx from PYTHONPATH)."""
     from beirx.data.dataset import BeirDataset
-    from beirx.translate.backends.base import Translator
-    from beirx.translate.memory import TranslationMemory
     from beirx.translate import pipeline
+    from beirx.translate.backends.base import Translator
+    from beirx.translate.translation_memory import TranslationMemory
 
     class Upper(Translator):
         name = "upper"

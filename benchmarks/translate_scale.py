@@ -113,9 +113,9 @@ def main() -> None:
     os.environ.setdefault("BEIRX_HOME", str(args.work / "beirx_home"))
     from beirx.data.dataset import BeirDataset
     from beirx.translate.backends.apertium import ApertiumTranslator
-    from beirx.translate.memory import TranslationMemory
+    from beirx.translate.execution.shards import Shard
     from beirx.translate.pipeline import translate_dataset, translate_shard
-    from beirx.translate.shards import Shard
+    from beirx.translate.translation_memory import TranslationMemory
 
     source = BeirDataset(make_slice(args.scifact, args.work / f"scifact{args.docs}", args.docs))
     translator = ApertiumTranslator("en", "es")
@@ -157,7 +157,7 @@ def main() -> None:
 
     import ray
 
-    from beirx.translate.ray_executor import RayExecutor
+    from beirx.translate.execution.ray_executor import RayExecutor
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
              logging_level="ERROR", log_to_driver=False)

@@ -54,7 +54,7 @@ def build_marian(work: Path, scifact: Path, vocab_size: int = 58_000) -> Path:
 
 
 def sentences(scifact: Path, count: int) -> list[str]:
-    from beirx.translate.segment import split_sentences
+    from beirx.translate.planning.segment import split_sentences
 
     out: list[str] = []
     with open(scifact / "corpus.jsonl", encoding="utf-8") as fh:
@@ -128,8 +128,8 @@ def cached_rerun(translator, scifact: Path, docs: int, work: Path) -> dict:
 
     from beirx.data import beir_io
     from beirx.data.dataset import BeirDataset
-    from beirx.translate.memory import TranslationMemory
     from beirx.translate.pipeline import translate_dataset
+    from beirx.translate.translation_memory import TranslationMemory
 
     root = Path(tempfile.mkdtemp(prefix="speed-src-", dir=work))
     corpus = list(beir_io.iter_corpus(scifact / "corpus.jsonl"))[:docs]

@@ -211,8 +211,8 @@ def test_old_manifest_and_quality_report_load():
 
 def test_format_2_quality_report_loads_into_the_generic_layout(tmp_path):
     """A report written by beirx before quality methods (format 2, tests/data/before_v3)."""
-    from beirx.translate.quality.checks import Checks
     from beirx.translate.quality.roundtrip import RoundTrip
+    from beirx.translate.quality.rule_checks import Checks
 
     raw = json.loads((BEFORE_V3 / "quality.json").read_text(encoding="utf-8"))
     assert raw["schema_version"] == "beirx.quality/2"

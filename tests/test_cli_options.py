@@ -44,7 +44,7 @@ def test_every_command_reads_lists_alike():
 def test_budget_of_a_paid_run():
     from beirx.translate.backends.apertium import ApertiumTranslator
     from beirx.translate.backends.deepl import DeepLTranslator
-    from beirx.translate.budget import Budget, is_paid, require_cap
+    from beirx.translate.planning.budget import Budget, is_paid, require_cap
 
     deepl = DeepLTranslator("en", "pl")
     assert is_paid(deepl) and not is_paid(ApertiumTranslator)

@@ -188,7 +188,7 @@ def test_missing_package_names_the_extra(monkeypatch, tmp_path):
 
 def test_a_quality_encoder_too(tmp_path, encoder, beirx_home):
     """``beirx quality --encoder use-multilingual-v3``: the translation-similarity encoder, cached the same way."""
-    from beirx.translate.similarity import PairEncoder
+    from beirx.translate.quality.pair_encoder import PairEncoder
 
     pair_encoder = PairEncoder(NAMED, show_progress=False)
     assert pair_encoder.describe()["model"] == NAMED and pair_encoder.describe()["max_length"] is None

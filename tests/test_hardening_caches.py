@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from beirx.cli import main
-from beirx.evaluate.run_cache import RunCache
 from beirx.evaluate.rerankers.score_cache import PairScoreCache
+from beirx.evaluate.run_cache import RunCache
 from beirx.translate.backends.base import Translator
-from beirx.translate.memory import TranslationMemory
+from beirx.translate.translation_memory import TranslationMemory
 from conftest import write_beir
 from hardening_helpers import CLEAN, CORPUS, QRELS, QUERIES, eval_cli, metrics_of, tiny_st  # noqa: F401 (a fixture)
 from extras import needs

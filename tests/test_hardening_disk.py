@@ -161,7 +161,7 @@ def test_a_full_disk_while_indexing_the_corpus_names_the_index_file(ds, tmp_path
 
 def test_a_full_database_rolls_back_one_batch_and_names_the_file(tmp_path):
     """SQLite's "database or disk is full" (its page limit stands in for the disk) in a translation memory."""
-    from beirx.translate.memory import TranslationMemory
+    from beirx.translate.translation_memory import TranslationMemory
 
     path = tmp_path / "memory.sqlite"
     with TranslationMemory(path) as memory:

@@ -21,7 +21,7 @@ import pytest
 from beirx.cli import main
 from beirx.models.llm import Endpoint, EndpointDown, LLMClient, LLMError, Reply, Request, Usage
 from beirx.models.llm.breaker import CircuitBreaker
-from beirx.translate.llm.validate import Validator
+from beirx.translate.llm.validator import Validator
 from conftest import REPO, write_beir
 from extras import needs
 from fake_openai import MALFORMED, FakeOpenAI, on_source, word_map

@@ -136,7 +136,7 @@ def test_quality_md_flags_table_is_well_formed(flags):
     import dataclasses
 
     from beirx.artifacts.quality import QualityReport
-    from beirx.translate.quality.report import render_markdown
+    from beirx.translate.quality.report_files import render_markdown
 
     raw = json.loads((Path(__file__).parent / "data" / "before_v2" / "quality.json").read_text())
     report = QualityReport.from_dict(raw)
@@ -159,7 +159,7 @@ def test_quality_md_flags_table_is_well_formed(flags):
     ("A normal sentence.", "Zwykłe, bardzo bardzo zwykłe zdanie.", None),
 ])
 def test_repetition_flag(source, translation, flagged):
-    from beirx.translate.quality.checks import repetition
+    from beirx.translate.quality.rule_checks import repetition
 
     assert repetition(source, translation) == flagged
 

@@ -136,7 +136,7 @@ def _module_graph() -> dict[str, set[str]]:
 def test_no_import_cycles_between_modules():
     """Not even through an import inside a function (translate's executors and ray_executor were one)."""
     graph = _module_graph()
-    assert {"beirx.translate.work", "beirx.evaluate.stages"} <= graph.keys()
+    assert {"beirx.translate.execution.work", "beirx.evaluate.stages"} <= graph.keys()
 
     def reaches(start: str, goal: str) -> bool:
         seen, todo = set(), [start]
@@ -199,7 +199,7 @@ def test_same_sentence_transformers_folder_same_revision_in_dense_and_quality(e5
     needs("sentence_transformers", "neural")
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.models.files import folder_checksum, model_revision
-    from beirx.translate.similarity import PairEncoder
+    from beirx.translate.quality.pair_encoder import PairEncoder
 
     dense = DenseRetriever(Pack(), model=str(e5_small), show_progress=False).describe()["revision"]
     quality = PairEncoder(str(e5_small), show_progress=False).describe()["revision"]
@@ -299,7 +299,7 @@ def test_dense_and_quality_share_one_loaded_model(e5_small):
     needs("sentence_transformers", "neural")
     from beirx.evaluate.retrievers.dense import DenseRetriever
     from beirx.models import loaded
-    from beirx.translate.similarity import PairEncoder
+    from beirx.translate.quality.pair_encoder import PairEncoder
 
     loaded.clear()
     dense = DenseRetriever(Pack(), model=str(e5_small), show_progress=False)

@@ -13,9 +13,9 @@ from conftest import translated_pair
 
 from beirx.artifacts.quality import QualityReport, Verifies
 from beirx.cli import main
-from beirx.translate.quality.checks import Checks
 from beirx.translate.quality.judge import LLMJudge
 from beirx.translate.quality.mqm import Malformed, parse
+from beirx.translate.quality.rule_checks import Checks
 from beirx.translate.quality.run import run_quality
 
 ENGLISH = ["Vitamin D deficiency is common in northern countries.", "Antibiotics do not work against viral infections.",

@@ -17,7 +17,7 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.translate.quality import QUALITY_METHODS, run_quality
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityMethod, Score
-from beirx.translate.quality.checks import Checks
+from beirx.translate.quality.rule_checks import Checks
 from beirx.translate.quality.stats import low_outlier_mask
 from beirx.translate.quality.translation_flags import TranslationFlags
 

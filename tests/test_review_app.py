@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() 
 def reviewed(tmp_path_factory):
     """The dataset, its quality report (rule checks), and a running review of 8 items."""
     from beirx.data.dataset import BeirDataset
-    from beirx.translate.quality.checks import Checks
+    from beirx.translate.quality.rule_checks import Checks
     from beirx.translate.quality.run import run_quality
 
     english, spanish = write_pair(tmp_path_factory.mktemp("review"))

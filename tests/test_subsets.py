@@ -27,7 +27,7 @@ from beirx.evaluate.specs import RunFileSpec
 from beirx.language_packs import get_pack
 from beirx.subsets.cut import make_subset
 from beirx.subsets.pool import depth_that_fits, entry_depths
-from beirx.subsets.sample import proportional_allocation, sample_queries
+from beirx.subsets.query_sample import proportional_allocation, sample_queries
 from beirx.subsets.system_args import parse_pool, parse_system, parse_systems
 from extras import needs
 
@@ -336,8 +336,8 @@ def test_cost_records_the_dry_run_of_subset_and_full_dataset(source, tmp_path, c
     """--cost deepl: the subset and its source planned as DeepL dry runs from an empty memory; the figures are
     those of beirx translate --dry-run, the money DeepL's list price, and the file still loads."""
     from beirx.translate.backends.deepl import DeepLTranslator
-    from beirx.translate.memory import TranslationMemory
     from beirx.translate.pipeline import dry_run
+    from beirx.translate.translation_memory import TranslationMemory
 
     def word(i: int) -> str:  # distinct, digit-free texts: DOCS' texts differ only by numbers, which are masked
         return "".join(chr(97 + (i * 7 + k * k) % 26) for k in range(6))

@@ -18,9 +18,9 @@ import pytest
 from beirx.data.dataset import BeirDataset
 from beirx.data.validate import validate_dataset
 from beirx.errors import BeirxError
-from beirx.translate.memory import TranslationMemory
 from beirx.translate.pipeline import translate_dataset
-from beirx.translate.segment import split_long, split_sentences
+from beirx.translate.planning.segment import split_long, split_sentences
+from beirx.translate.translation_memory import TranslationMemory
 from conftest import write_beir
 from extras import needs
 

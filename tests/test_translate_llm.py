@@ -23,11 +23,11 @@ from beirx.models.llm.engine import Unit as EngineUnit
 from beirx.models.llm.engine import UnitEngine
 from beirx.translate.backends.openai import OpenAITranslator
 from beirx.translate.llm.glossary import Glossary
-from beirx.translate.llm.units import DOCUMENT, QUERY
-from beirx.translate.llm.validate import Validator
-from beirx.translate.memory import TranslationMemory
+from beirx.translate.llm.validator import Validator
 from beirx.translate.pipeline import dry_run, translate_dataset
-from beirx.translate.plan import Planner, Slice, Unit, render, units
+from beirx.translate.planning.document_units import DOCUMENT, QUERY
+from beirx.translate.planning.text_plan import Planner, Slice, Unit, render, units
+from beirx.translate.translation_memory import TranslationMemory
 from conftest import REPO, write_beir
 from fake_openai import FakeOpenAI, on_source
 
@@ -398,8 +398,8 @@ def _committed_sources(memory: Path) -> set[str]:
 
 
 def test_shards_and_ray_replicas_share_one_endpoint_budget(fake_llm, source, tmp_path):
+    from beirx.translate.execution.shards import Shard
     from beirx.translate.pipeline import translate_shard
-    from beirx.translate.shards import Shard
 
     tr = translator(fake_llm, concurrency=8, max_cost="3", price_in="1")
     assert tr.for_replicas({"concurrency": 8, "max_cost": 3.0}, workers=3) == {"concurrency": 2, "max_cost": 1.0}
@@ -419,7 +419,7 @@ def test_shards_and_ray_replicas_share_one_endpoint_budget(fake_llm, source, tmp
 def test_a_checked_translation_crosses_processes_with_its_note_usage_and_wrappers():
     import pickle
 
-    from beirx.translate.llm.outcome import Checked
+    from beirx.translate.output.outcome import Checked
 
     sent = Checked("Hola.", {"outcome": "retried", "reasons": ["empty"], "attempts": 2, "written": "llm"},
                    (120, 9, 2), ("quotes",))

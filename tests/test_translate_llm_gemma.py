@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 from beirx.data.dataset import BeirDataset
-from beirx.translate import langid
 from beirx.translate.backends.openai import OpenAITranslator
-from beirx.translate.memory import TranslationMemory
 from beirx.translate.pipeline import translate_dataset
-from beirx.translate.quality import checks
+from beirx.translate.quality import langid
+from beirx.translate.quality import rule_checks as checks
+from beirx.translate.translation_memory import TranslationMemory
 from conftest import write_beir
 
 QUERIES = 4

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from beirx.translate.memory import TranslationMemory
+from beirx.translate.translation_memory import TranslationMemory
 
 
 def _open_and_register(path, barrier, results):

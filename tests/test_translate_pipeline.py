@@ -20,10 +20,10 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.validate import validate_dataset
 from beirx.errors import BeirxError
 from beirx.translate.backends.base import Translator
-from beirx.translate.memory import TranslationMemory
 from beirx.translate.pipeline import MANIFEST, dry_run, translate_dataset
-from beirx.translate.placeholders import Verbatim, unmask
-from beirx.translate.segment import split_long, split_sentences
+from beirx.translate.planning.placeholders import Verbatim, unmask
+from beirx.translate.planning.segment import split_long, split_sentences
+from beirx.translate.translation_memory import TranslationMemory
 from conftest import write_beir
 
 
@@ -308,7 +308,7 @@ def test_two_concurrent_runs_translate_each_segment_once(source, tmp_path):
 def _claim_and_die(memory: str, segments: list[str]) -> None:
     import os
 
-    from beirx.translate.shards import batch_key
+    from beirx.translate.execution.shards import batch_key
 
     with TranslationMemory(memory) as tm:
         system = tm.register(Reverser().describe(), "en", "xx")
@@ -342,8 +342,8 @@ def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
     """A batch leased by a live holder is skipped, and picked up from the memory once the holder commits it."""
     import threading
 
-    from beirx.translate import batches
-    from beirx.translate.shards import batch_key
+    from beirx.translate.execution import driver as batches
+    from beirx.translate.execution.shards import batch_key
 
     monkeypatch.setattr(batches, "POLL_SECONDS", 0.05)
     probe = Reverser()
@@ -377,7 +377,7 @@ def test_a_live_holders_batch_is_left_to_it(source, tmp_path, monkeypatch):
 # -- shards and executors: arguments and errors --------------------------------------------------------
 
 def test_shard_arguments_and_memory_names(tmp_path):
-    from beirx.translate.shards import Shard, batch_key, shard_count, shard_of
+    from beirx.translate.execution.shards import Shard, batch_key, shard_count, shard_of
 
     assert Shard.parse(" 2/3 ") == Shard(2, 3) and str(Shard(2, 3)) == "2/3"
     for bad in ("0/3", "4/3", "2", "a/b", "1/0"):
@@ -399,7 +399,7 @@ def test_shard_arguments_and_memory_names(tmp_path):
 def test_ray_executor_without_ray_names_the_extra(monkeypatch):
     import sys
 
-    from beirx.translate.executors import make_executor
+    from beirx.translate.execution.executors import make_executor
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
     with pytest.raises(BeirxError, match=r"pip install 'beirx\[ray\]'"):

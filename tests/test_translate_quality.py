@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from beirx.artifacts.quality import QualityReport, TableRow
-from beirx.data.dataset import BeirDataset
-from beirx.translate import langid
-from beirx.translate.quality import checks as quality_flags
 from beirx.cli import main
+from beirx.data.dataset import BeirDataset
 from beirx.translate.backends import TRANSLATORS
+from beirx.translate.quality import langid
+from beirx.translate.quality import rule_checks as quality_flags
 from beirx.translate.quality import distribution, run_quality
 from beirx.translate.quality.roundtrip import RoundTrip
 from artifact_fixtures import row_values

@@ -26,9 +26,9 @@ ray = pytest.importorskip("ray", reason="the Ray extra is not installed (pip ins
 
 from beirx.data.dataset import BeirDataset  # noqa: E402
 from beirx.translate.backends.apertium import ApertiumTranslator  # noqa: E402
-from beirx.translate.memory import TranslationMemory  # noqa: E402
+from beirx.translate.execution.ray_executor import RayExecutor  # noqa: E402
 from beirx.translate.pipeline import translate_dataset  # noqa: E402
-from beirx.translate.ray_executor import RayExecutor  # noqa: E402
+from beirx.translate.translation_memory import TranslationMemory  # noqa: E402
 
 
 class CountingApertium(ApertiumTranslator):
@@ -124,7 +124,7 @@ def test_a_killed_replica_is_restarted_and_no_batch_is_translated_twice(local_ra
 
 def test_without_ray_the_error_names_the_extra(monkeypatch):
     from beirx.errors import MissingExtraError
-    from beirx.translate.ray_executor import RayExecutor
+    from beirx.translate.execution.ray_executor import RayExecutor
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'beirx\[ray\]'"):

@@ -231,7 +231,7 @@ def test_a_unit_resumes_from_its_saved_attempts_as_if_never_stopped():
 
 
 def test_a_split_unit_resumes_with_its_halves():
-    from beirx.translate.llm.batch import _Open
+    from beirx.translate.execution.openai_batch import _Open
 
     engine = UnitEngine(UpperCase(8), retries=1)
     whole = _Open(Unit("document", TWELVE))

@@ -54,11 +54,11 @@ class TranslationOptions:
     fields: list[str] = fld("fields translated (corpus, queries)")
     limit: int | None = fld("records per field when the translation is a preview, else null")
     batch_size: int = fld("segments per backend call")
-    verbatim: str = fld("how URLs, e-mails, numbers and code are kept (beirx.translate.placeholders)")
+    verbatim: str = fld("how URLs, e-mails, numbers and code are kept (beirx.translate.planning.placeholders)")
     verbatim_kinds: list[str] = fld("which kinds are kept verbatim")
     max_segment_tokens: int | None = fld("segment length limit in the model's tokens, null when none")
     segmenter: str = fld("the sentence segmenter")
-    shards: int | None = optional("shard memories merged by --assemble (beirx.translate.shards); null for one run")
+    shards: int | None = optional("shard memories merged by --assemble (beirx.translate.execution.shards); null for one run")
 
 
 @dataclass(kw_only=True)

@@ -11,7 +11,7 @@ for the systems that did not pool the check measures.
     beirx subset check FULL SUBSET [--check SYSTEM...] [--check-config grid.toml] [--runs RUN...]
 
 ``--cost TRANSLATOR`` adds the dry-run cost beside the fidelity: characters, tokens and (paid backend) list-price
-money of the subset and their share of the full dataset's (:func:`beirx.translate.subset_cost.subset_cost`).
+money of the subset and their share of the full dataset's (:func:`beirx.translate.planning.subset_cost.subset_cost`).
 
 Systems: ``bm25``, ``bm25:fields=flat``, ``dense:MODEL``, ``dense:model=M,backend=onnx,quantize=int8``, or a
 TREC run file (see :mod:`beirx.subsets.system_args`); fusions and rerankers come from a grid file's
@@ -311,7 +311,7 @@ def _record_cost(output: Path, subset, translator) -> None:
     import dataclasses
 
     from beirx.artifacts.subset import SubsetManifest
-    from beirx.translate.subset_cost import subset_cost
+    from beirx.translate.planning.subset_cost import subset_cost
 
     with translator:
         cost = subset_cost(subset, translator)

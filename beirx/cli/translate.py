@@ -144,7 +144,7 @@ def translator_name(args) -> str:
     """``--translator``, else the LLM translator ``--llm-backend`` names, else hf; an LLM backend given to another
     translator is refused (the LLM translators check that theirs agrees)."""
     from beirx.errors import BeirxError
-    from beirx.translate.llm.translator import TRANSLATOR_FOR_BACKEND
+    from beirx.translate.backends import TRANSLATOR_FOR_BACKEND
 
     backend = getattr(args, "llm_backend", None)
     if args.translator is None:

@@ -1,6 +1,6 @@
 """Small benchmarks that rank like the big ones: pooled subsets (NanoBEIR-style) and their ranking check.
 
-- :mod:`~beirx.subsets.sample`: which queries (seeded, optionally stratified by number of relevant documents);
+- :mod:`~beirx.subsets.query_sample`: which queries (seeded, optionally stratified by number of relevant documents);
 - :mod:`~beirx.subsets.system_args`: pooling and checked systems named on the command line;
 - :mod:`~beirx.subsets.pool`: the pooled runs and the pool depth that fits the corpus budget;
 - :mod:`~beirx.subsets.cut`: the corpus (judged + pooled + seeded random fill), written by streaming;

@@ -36,8 +36,8 @@ from beirx.language_packs import get_pack
 from beirx.progress import progress
 from beirx.provenance import Timer, environment_versions
 from beirx.subsets.pool import Pooled, depth_that_fits, entry_depths, pool_runs
+from beirx.subsets.query_sample import sample_queries
 from beirx.subsets.recipe import QUERY_CAP
-from beirx.subsets.sample import sample_queries
 
 log = logging.getLogger(__name__)
 

@@ -62,7 +62,7 @@ from beirx.checksums import cache_key
 from beirx.errors import BeirxError, DataError
 from beirx.options import Option, read_options
 from beirx.subsets.recipe import DEPTH, MAX_DOCS, POOL, THRESHOLD
-from beirx.translate.planning import FIELDS
+from beirx.translate.planning.dataset_plan import FIELDS
 
 QUALITY_STEPS = ("validate", "report")
 _KEYS = {"name", "description", "reference", "contacts", "output", "languages", "source_language", "datasets",

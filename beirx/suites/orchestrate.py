@@ -159,11 +159,11 @@ class SuiteBuilder:
 
     def translate(self, entry: SuiteDataset, base: BeirDataset, lang: str) -> BeirDataset:
         from beirx.data.cache import cache_dir
-        from beirx.translate import budget
         from beirx.translate.backends import TRANSLATORS
-        from beirx.translate.memory import TranslationMemory
         from beirx.translate.pipeline import translate_dataset
-        from beirx.translate.subset_cost import share_of_full
+        from beirx.translate.planning import budget
+        from beirx.translate.planning.subset_cost import share_of_full
+        from beirx.translate.translation_memory import TranslationMemory
 
         settings = self.suite.translate
         backend = TRANSLATORS.get(settings.translator)

@@ -1,6 +1,6 @@
 """The query-generation cache: SQLite, one row per (generator, document), holding that document's queries.
 
-Why, as for the translation memory (:mod:`beirx.translate.memory`): generating queries for a large corpus
+Why, as for the translation memory (:mod:`beirx.translate.translation_memory`): generating queries for a large corpus
 takes hours, so a killed run must not lose finished documents and a rerun must generate nothing twice.
 
 * A *generator* is everything that changes the queries (model, revision, number per document, sampling

@@ -3,16 +3,16 @@ length-sorted batches, reassemble and write by streaming, and record what was do
 
 Steps (each streams; memory does not grow with the corpus), each in its own module; this one sequences them:
 
-1. *plan* (:mod:`beirx.translate.planning`): read the records, segment them, and put each segment to
-   translate into a :class:`~beirx.translate.segment_store.SegmentStore` (on disk, deduplicated, kept sorted
+1. *plan* (:mod:`beirx.translate.planning.dataset_plan`): read the records, segment them, and put each segment to
+   translate into a :class:`~beirx.translate.planning.segment_store.SegmentStore` (on disk, deduplicated, kept sorted
    by length then text);
-2. *translate* (:mod:`beirx.translate.batches`): cut that order into batches of ``batch_size``, look each
+2. *translate* (:mod:`beirx.translate.execution.driver`): cut that order into batches of ``batch_size``, look each
    batch up in the SQLite memory, claim the batch (a lease in the memory, so runs sharing a memory never
    translate the same batch), send its misses to the executor (this process or Ray replicas) and commit
    them in one transaction;
-3. *fallbacks* (:mod:`beirx.translate.planning`): segments whose translation lost a placeholder are found
+3. *fallbacks* (:mod:`beirx.translate.planning.dataset_plan`): segments whose translation lost a placeholder are found
    from the memory, and the text around their protected tokens is planned and translated the same way;
-4. *write* (:mod:`beirx.translate.output`): read the records again, render each from the memory, and stream
+4. *write* (:mod:`beirx.translate.output.writer`): read the records again, render each from the memory, and stream
    the output files; then the manifest.
 
 Resume without loss and byte-identical output: every batch is committed to the memory as soon as it is
@@ -40,14 +40,15 @@ from beirx.data.dataset import BeirDataset
 from beirx.errors import BeirxError
 from beirx.provenance import Timer
 from beirx.translate.backends.base import Translator
-from beirx.translate.batches import IncompleteShards, translate_table
-from beirx.translate.executors import make_executor
-from beirx.translate.llm.estimate import Estimate
-from beirx.translate.memory import TranslationMemory
-from beirx.translate.output import build_manifest, write_dataset
-from beirx.translate.planning import FIELDS, Counts, check_fields, chunks, make_planner, plan_fallbacks, plan_segments
-from beirx.translate.segment_store import SegmentStore
-from beirx.translate.shards import Shard
+from beirx.translate.execution.driver import IncompleteShards, translate_table
+from beirx.translate.execution.executors import make_executor
+from beirx.translate.execution.shards import Shard
+from beirx.translate.output.writer import build_manifest, write_dataset
+from beirx.translate.planning.cost_estimate import Estimate
+from beirx.translate.planning.dataset_plan import (FIELDS, Counts, check_fields, chunks, make_planner, plan_fallbacks,
+                                                   plan_segments)
+from beirx.translate.planning.segment_store import SegmentStore
+from beirx.translate.translation_memory import TranslationMemory
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +66,11 @@ def translate_dataset(dataset: BeirDataset, output: Path | str, translator: Tran
         fields: which of ``corpus``/``queries`` to translate; the others are copied unchanged.
         limit: translate and write only the first ``limit`` records of each translated field (a preview).
         batch_size: segments per backend call (default: the backend's ``max_batch_size``).
-        verbatim, verbatim_kinds: how URLs/e-mails/numbers/code are kept (:mod:`beirx.translate.placeholders`).
+        verbatim, verbatim_kinds: how URLs/e-mails/numbers/code are kept (:mod:`beirx.translate.planning.placeholders`).
         max_segment_tokens: cut segments to at most this many backend tokens (default: the model's limit;
             a larger value is capped at the model's limit).
         executor: who translates the batches (default: ``translator`` in this process; see
-            :mod:`beirx.translate.executors`).
+            :mod:`beirx.translate.execution.executors`).
         assemble: merge the memories of shards 1..``assemble`` (:func:`translate_shard`) into ``memory``
             first and translate none of the main segments: a shard that left some untranslated (or whose
             memory file is missing) fails the run, naming it, before anything is written. The placeholder
@@ -134,7 +135,7 @@ def translate_shard(dataset: BeirDataset, translator: Translator, memory: Transl
                     fields: Iterable[str] = FIELDS, limit: int | None = None, batch_size: int | None = None,
                     verbatim: str = "auto", verbatim_kinds: tuple[str, ...] | None = None,
                     max_segment_tokens: int | None = None, progress: bool = True, executor=None) -> dict[str, Any]:
-    """Translate the batches ``shard`` owns (:mod:`beirx.translate.shards`) into ``memory``, the shard's own
+    """Translate the batches ``shard`` owns (:mod:`beirx.translate.execution.shards`) into ``memory``, the shard's own
     file; write no dataset. Rerunning resumes. Returns what was done."""
     started = time.time()
     fields = check_fields(fields, limit)

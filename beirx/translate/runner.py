@@ -3,7 +3,7 @@
 It orchestrates only, as :mod:`beirx.evaluate.runner` does for evaluation: the backend comes from the
 registry (:data:`~beirx.translate.backends.TRANSLATORS`), who translates the batches from
 :func:`executor_for` (this process, Ray replicas or the Batch API), what a paid run may spend from
-:func:`beirx.translate.budget.paid_run`, the segments, memory and files from :mod:`beirx.translate.pipeline`,
+:func:`beirx.translate.planning.budget.paid_run`, the segments, memory and files from :mod:`beirx.translate.pipeline`,
 and the quality report from :mod:`beirx.translate.quality`. The command parses flags into a
 :class:`TranslateRequest` and prints the :class:`TranslateResult`.
 
@@ -23,10 +23,11 @@ from typing import Any
 
 from beirx.artifacts.manifest import TranslationManifest
 from beirx.errors import BeirxError
-from beirx.translate import budget, pipeline
+from beirx.translate import pipeline
 from beirx.translate.backends import TRANSLATORS
 from beirx.translate.backends.base import Translator
-from beirx.translate.similarity import DEFAULT_ENCODER
+from beirx.translate.planning import budget
+from beirx.translate.quality.pair_encoder import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +137,8 @@ def run_translation(request: TranslateRequest, say: Callable[[str], None] = log.
 
 
 def _dry_run(request: TranslateRequest, dataset, translator: Translator) -> dict[str, Any]:
-    from beirx.translate.memory import TranslationMemory
-    from beirx.translate.subset_cost import share_of_full
+    from beirx.translate.planning.subset_cost import share_of_full
+    from beirx.translate.translation_memory import TranslationMemory
 
     common = request.segmenting()
     with TranslationMemory(request.memory_path()) as memory:
@@ -147,8 +148,8 @@ def _dry_run(request: TranslateRequest, dataset, translator: Translator) -> dict
 
 
 def _translate_shard(request: TranslateRequest, dataset, translator: Translator, executor) -> dict[str, Any]:
-    from beirx.translate.memory import TranslationMemory
-    from beirx.translate.shards import Shard
+    from beirx.translate.execution.shards import Shard
+    from beirx.translate.translation_memory import TranslationMemory
 
     shard = Shard.parse(request.shard)
     with TranslationMemory(shard.memory_path(request.memory_path())) as memory:
@@ -159,8 +160,8 @@ def _translate_shard(request: TranslateRequest, dataset, translator: Translator,
 def _translate(request: TranslateRequest, dataset, translator: Translator, executor,
                say: Callable[[str], None]) -> TranslateResult:
     from beirx.data.cache import dataset_dir
-    from beirx.translate.memory import TranslationMemory
-    from beirx.translate.shards import shard_count
+    from beirx.translate.execution.shards import shard_count
+    from beirx.translate.translation_memory import TranslationMemory
 
     memory_path = request.memory_path()
     assemble = (request.assemble or shard_count(memory_path)) if request.assemble is not None else None
@@ -181,13 +182,13 @@ def _translate(request: TranslateRequest, dataset, translator: Translator, execu
 def executor_for(request: TranslateRequest, translator: Translator) -> Iterator[Any]:
     """This process, or translator replicas on Ray built from the same request, or a provider's Batch API
     (``--batch``)."""
-    from beirx.translate.executors import make_executor
+    from beirx.translate.execution.executors import make_executor
 
     if request.batch:
         if request.executor != "local" or not translator.supports_batch_api:
             raise BeirxError("--batch needs --translator openai and the local executor")
-        from beirx.translate.llm.batch import BatchExecutor
-        from beirx.translate.memory import system_key
+        from beirx.translate.execution.openai_batch import BatchExecutor
+        from beirx.translate.translation_memory import system_key
 
         shard = f"-shard-{request.shard.replace('/', '-of-')}" if request.shard else ""
         state = request.memory_path().parent / "batches" / \

@@ -20,7 +20,7 @@ Translation units (live or through the Batch API) and the judge's rows all go th
 4. what happens to a unit whose retries are spent (fall back, flag, record as missing) is the caller's.
 
 Reasons are named values (:class:`Reason` for those the engine acts on; a task adds its own, e.g. the
-translation check's :class:`beirx.translate.llm.validate.Problem`); both are ``str`` enums whose values are the
+translation check's :class:`beirx.translate.llm.validator.Problem`); both are ``str`` enums whose values are the
 words notes and reports have always recorded, and the prose of a rejection (what a retry prompt quotes back,
 what a report shows) travels beside them as ``message``.
 

@@ -34,7 +34,7 @@ class Translator(ABC):
     #: Where and when that price was read.
     price_source: ClassVar[str] = ""
     #: Whether ``--batch`` can send this backend's units through a provider's Batch API
-    #: (:class:`beirx.translate.llm.batch.BatchExecutor`).
+    #: (:class:`beirx.translate.execution.openai_batch.BatchExecutor`).
     supports_batch_api: ClassVar[bool] = False
     #: Whether the backend translates whole document units, each on its own and concurrently, as the LLM
     #: backends do (:class:`beirx.translate.llm.translator.LLMTranslator` says what that takes: ``unit_tokens``,

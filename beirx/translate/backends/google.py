@@ -43,7 +43,7 @@ from beirx.translate.backends.http_api import (
     pack_requests,
     protect_placeholders,
 )
-from beirx.translate.placeholders import PLACEHOLDER
+from beirx.translate.planning.placeholders import PLACEHOLDER
 
 _SPAN = re.compile(r'<span translate="no">\s*(.*?)\s*</span>', re.S)
 

@@ -38,7 +38,7 @@ from beirx.errors import BeirxError
 from beirx.retry import RETRY_STATUSES, RetryPolicy, Retrying, Transient, transient_status
 from beirx.retry import parse_retry_after  # noqa: F401 (re-exported)
 from beirx.translate.backends.base import Translator, setting
-from beirx.translate.placeholders import PLACEHOLDER
+from beirx.translate.planning.placeholders import PLACEHOLDER
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from beirx.translate.llm.translator import LLMTranslator
 class OpenAITranslator(LLMTranslator):
     name = "openai"
     llm_backend = SERVER
-    supports_batch_api = True  # ``--batch``: :class:`beirx.translate.llm.batch.BatchExecutor` uses ``llm``
+    supports_batch_api = True  # ``--batch``: :class:`beirx.translate.execution.openai_batch.BatchExecutor` uses ``llm``
 
     def __init__(self, src: str, tgt: str, model: str | None = None, *, base_url: str | None = None,
                  concurrency: int | str = 8, timeout: float | str = 120.0, deadline: float | str | None = None,

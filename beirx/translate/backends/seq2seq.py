@@ -5,7 +5,7 @@ Identity: the revision is :func:`beirx.models.files.model_revision`, the same ru
 Before that rule was shared, these backends recorded another revision for local folders (16 hex characters
 over other files); translation memories key translations by the backend's ``describe()``, revision
 included, so :meth:`TokenizedTranslator.earlier_descriptions` names that old revision and the memory adopts
-translations stored under it (see :meth:`beirx.translate.memory.TranslationMemory.register`).
+translations stored under it (see :meth:`beirx.translate.translation_memory.TranslationMemory.register`).
 
 Language conventions (detected from the tokenizer's vocabulary, so a local copy works like the Hub id):
 

@@ -1,6 +1,10 @@
-"""LLM translation (backends ``openai`` and ``hf-llm``; the LLM itself is the shared :mod:`beirx.models.llm`):
-document units (:mod:`.units`), prompts (:mod:`.prompts`, ``prompts.toml``), :mod:`.glossary`, the check of
-every output (:mod:`.validate`), the loop both backends share (:mod:`.translator`: retries, fallback, flags),
-what happened to each unit (:mod:`.outcome`: the memory, the manifest, ``translation_flags.jsonl``), dry-run
-estimates and ``--max-cost`` (:mod:`.estimate`), and the OpenAI Batch API (:mod:`.batch`).
+"""LLM translation, the task the ``openai`` and ``hf-llm`` backends share (the LLM itself is the shared
+:mod:`beirx.models.llm`): the loop (:mod:`.translator`: prompt, validate, retry, fall back or flag), its
+requests (:mod:`.translation_prompts`, ``prompts.toml``), the :mod:`.glossary` and the check of every answer
+(:mod:`.validator`).
+
+The pipeline never imports this package; it reaches it through the backends' :class:`Translator
+<beirx.translate.backends.base.Translator>` interface. What the pipeline needs of LLM units lives with its step:
+document units in planning, cost estimates in planning, the Batch API executor in execution, each unit's
+outcome in output.
 """

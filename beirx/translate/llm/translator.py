@@ -1,15 +1,15 @@
 """The translation task both LLM backends share: prompt, validate, fall back or flag.
 
-For each unit (:mod:`.units`), :class:`beirx.models.llm.engine.UnitEngine` (the one loop of every LLM
-stage, live and Batch: a rejected answer asked again with the stricter prompt naming what was wrong, a unit
-cut at ``max_tokens`` split in two) asks with this module's request (:mod:`.prompts`), check
-(:mod:`.validate`) and cut (at the middle line, else sentence boundary). A unit still rejected after
+For each unit (:mod:`beirx.translate.planning.document_units`), :class:`beirx.models.llm.engine.UnitEngine` (the one
+loop of every LLM stage, live and Batch: a rejected answer asked again with the stricter prompt naming what was wrong, a
+unit cut at ``max_tokens`` split in two) asks with this module's request (:mod:`.translation_prompts`), check
+(:mod:`.validator`) and cut (at the middle line, else sentence boundary). A unit still rejected after
 ``retries`` is translated by the ``fallback`` translator (any other beirx backend, sentence by sentence, line
 by line); without one, the last answer that is only *softly* wrong is written, else the source text is kept,
 and either is flagged with the reasons (:meth:`LLMTranslator.conclude`).
 
-Nothing leaves without a :class:`~.outcome.Checked` note saying which of these happened. Errors that are
-not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
+Nothing leaves without a :class:`~beirx.translate.output.outcome.Checked` note saying which of these happened. Errors
+that are not about one unit's text (the server down or timing out after its retries, a dropped connection, an answer
 that is not a completion, ``--max-cost`` reached, a bad key) stop the run: the unit is never concluded, so it
 stays pending and a rerun sends it. A backend only chooses where the answers come from (``llm``).
 """
@@ -26,17 +26,18 @@ from typing import Any, ClassVar
 from beirx.argtypes import checked, non_negative_float, non_negative_int, option
 from beirx.errors import BeirxError
 from beirx.models.llm import CHAT, COMPLETIONS, LLM, LLMRequestError, Reply, Request, TokenCounter, Usage
-from beirx.models.llm.connection import LOCAL, SERVER, ConnectionSettings, Role, role_options
+from beirx.models.llm.connection import ConnectionSettings, Role, role_options
 from beirx.models.llm.engine import Attempts, Reason, Unit, UnitEngine, Verdict
 from beirx.options import Option
+from beirx.translate.backends import TRANSLATOR_FOR_BACKEND
 from beirx.translate.backends.base import Translator
 from beirx.translate.llm.glossary import Glossary
-from beirx.translate.llm.outcome import FALLBACK, FLAGGED, RETRIED, Checked
-from beirx.translate.llm.prompts import TranslationPrompts
-from beirx.translate.llm.units import unmark
-from beirx.translate.llm.validate import LENGTH_BOUNDS, Validator
-from beirx.translate.placeholders import PLACEHOLDER
-from beirx.translate.segment import split_sentences
+from beirx.translate.llm.translation_prompts import TranslationPrompts
+from beirx.translate.llm.validator import LENGTH_BOUNDS, Validator
+from beirx.translate.output.outcome import FALLBACK, FLAGGED, RETRIED, Checked
+from beirx.translate.planning.document_units import unmark
+from beirx.translate.planning.placeholders import PLACEHOLDER
+from beirx.translate.planning.segment import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,6 @@ int_ = checked(int, lambda v: True, "an integer", "int_")
 #: Output tokens allowed per input token (translations into most languages take 1-1.5x; headroom for more).
 OUTPUT_FACTOR = 2.5
 
-
-#: The LLM translators by where their LLM runs (``--llm-backend``): the translator names stay, they are recorded in
-#: every translation memory key.
-TRANSLATOR_FOR_BACKEND = {SERVER: "openai", LOCAL: "hf-llm"}
 
 #: The LLM of ``beirx translate`` (:mod:`beirx.models.llm.connection`): ``--llm-<option>``; the translator's
 #: unprefixed flags stay accepted; the spending cap is the command's ``--max-cost``, shared with paid backends.
@@ -62,7 +59,7 @@ class LLMTranslator(Translator):
     """Options (``--translator-option KEY=VALUE``, or the flags of :attr:`OPTIONS`): the LLM connection's
     (:mod:`beirx.models.llm.connection`; ``hf-llm`` runs its model in this process and refuses a server's by
     name), the task's below, and ``temperature`` (default 0), ``seed`` (default 0), ``length_bounds`` (``LO,HI``:
-    the output/source length ratios accepted, :mod:`.validate`), ``max_cost`` (USD; ``--max-cost``)."""
+    the output/source length ratios accepted, :mod:`.validator`), ``max_cost`` (USD; ``--max-cost``)."""
 
     flags_title = "LLM translators"
     #: Where this translator's LLM runs (``--llm-backend``).
@@ -154,7 +151,7 @@ class LLMTranslator(Translator):
     #: Where answers come from (:class:`beirx.models.llm.LLM`: a server or a model in this process); set by
     #: the backend's constructor.
     llm: LLM
-    #: Units the streaming executor keeps in flight (:class:`beirx.translate.executors.StreamingExecutor`).
+    #: Units the streaming executor keeps in flight (:class:`beirx.translate.execution.executors.StreamingExecutor`).
     units_in_flight: int = 16
 
     # -- translating ----------------------------------------------------------------------------------------
@@ -230,7 +227,7 @@ class LLMTranslator(Translator):
         """The fallback backend's translation of a unit, line by line and sentence by sentence; None when it
         lost a line or a placeholder (then the unit is flagged)."""
         from beirx.translate.backends import TRANSLATORS
-        from beirx.translate.plan import translate_texts
+        from beirx.translate.planning.text_plan import translate_texts
 
         with self._fallback_lock:
             if self._fallback is None:

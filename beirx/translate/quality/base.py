@@ -92,7 +92,7 @@ class QualityContext:
 
     @cached_property
     def encoder(self):
-        """The shared :class:`~beirx.translate.similarity.PairEncoder`."""
+        """The shared :class:`~beirx.translate.quality.pair_encoder.PairEncoder`."""
         return self.encoder_factory()
 
     def sample(self, pairs: FieldPairs, size: int | JudgedRows | None, purpose: str) -> list[int]:
@@ -214,7 +214,7 @@ class QualityMethod(ABC):
 #: ``translation_flags``, ``similarity``), in ``beirx quality`` ``checks`` and ``translation_flags`` always,
 #: ``similarity`` unless ``--no-similarity``, the others when their flags ask for them.
 QUALITY_METHODS = Registry("quality method", {
-    "checks": "beirx.translate.quality.checks:Checks",
+    "checks": "beirx.translate.quality.rule_checks:Checks",
     "translation_flags": "beirx.translate.quality.translation_flags:TranslationFlags",
     "similarity": "beirx.translate.quality.embedding:EmbeddingSimilarity",
     "roundtrip": "beirx.translate.quality.roundtrip:RoundTrip",

@@ -34,7 +34,7 @@ from beirx.models.files import folder_checksum
 from beirx.options import Option
 from beirx.progress import progress
 from beirx.provenance import installed_version
-from beirx.translate.planning import chunks
+from beirx.translate.planning.dataset_plan import chunks
 from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
                                           Score, rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z

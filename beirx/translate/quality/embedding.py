@@ -4,7 +4,7 @@ BEIR-PL (Wojtasik et al., 2024, Table 2) judged its translations by the mean cos
 embeddings (Feng et al., 2022) of each original and its translation: a language-agnostic encoder maps a
 sentence and its faithful translation close together, so a low score points to a translation that lost or
 changed meaning. It cannot see a translation left in the source language (that scores ~1; the ``checks``
-method flags it). The encoder is the run's (``--encoder``, :class:`~beirx.translate.similarity.PairEncoder`),
+method flags it). The encoder is the run's (``--encoder``, :class:`~beirx.translate.quality.pair_encoder.PairEncoder`),
 shared with the round trip. On unless ``--no-similarity``; every row unless ``--similarity-sample`` (a seeded
 sample, or ``qrels:SPLIT``: the rows a split's qrels judge, what retrieval evaluation reads, when encoding a whole
 corpus twice costs too much).
@@ -49,7 +49,7 @@ class EmbeddingSimilarity(QualityMethod):
     @classmethod
     def report_section(cls, report: QualityReport) -> list[str]:
         """The encoder, BEIR-PL's Table 2 (mean similarity per field) and each field's histogram."""
-        from beirx.translate.quality.report import fmt, table
+        from beirx.translate.quality.report_files import fmt, table
 
         fields = report.parameters.fields
         lines = [f"Encoder: `{report.encoder_model}` (revision `{report.encoder_revision}`), cosine similarity of "

@@ -21,7 +21,7 @@ from beirx.provenance import Timer
 from beirx.translate.quality import base
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.pairs import Scan
-from beirx.translate.quality.report import Row
+from beirx.translate.quality.report_files import Row
 from beirx.translate.quality.stats import distribution, low_outlier_mask
 
 

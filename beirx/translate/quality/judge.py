@@ -41,7 +41,7 @@ from beirx.models.llm.connection import ConnectionSettings, Role, role_options
 from beirx.options import Option
 from beirx.progress import progress, skip
 from beirx.sqlite_store import KeyValueCache
-from beirx.translate.planning import chunks
+from beirx.translate.planning.dataset_plan import chunks
 from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
                                           Score, rows_to_score)
 from beirx.translate.quality.mqm import CAP, Judgement, Malformed, parse

@@ -27,7 +27,7 @@ from beirx.argtypes import key_value
 from beirx.errors import require
 from beirx.options import Option
 from beirx.translate.backends.base import Translator
-from beirx.translate.plan import translate_texts
+from beirx.translate.planning.text_plan import translate_texts
 from beirx.translate.quality.base import (FieldPairs, JudgedRows, MethodResult, QualityContext, QualityMethod,
                                           Score, rows_to_score)
 from beirx.translate.quality.stats import ROBUST_Z

@@ -3,7 +3,7 @@
 
 Each field's pairs (:mod:`~beirx.translate.quality.pairs`) go through every method chunk by chunk
 (:mod:`~beirx.translate.quality.field`); the rows stream into the report's files (``rows.jsonl``, ``flagged.jsonl``,
-a seeded review sample, as BEIR-PL checked 100 pairs by hand: :mod:`~beirx.translate.quality.report`) and each
+a seeded review sample, as BEIR-PL checked 100 pairs by hand: :mod:`~beirx.translate.quality.report_files`) and each
 field's distributions, flag counts and method summaries land in ``quality.json``.
 """
 
@@ -25,8 +25,8 @@ from beirx.provenance import Timer, environment_versions
 from beirx.translate.quality import pairs
 from beirx.translate.quality.base import JudgedRows, MethodSpec, QualityContext, QualityMethod, resolve_methods
 from beirx.translate.quality.field import FieldScorer
-from beirx.translate.quality.report import ReportFiles
-from beirx.translate.similarity import DEFAULT_ENCODER
+from beirx.translate.quality.pair_encoder import DEFAULT_ENCODER
+from beirx.translate.quality.report_files import ReportFiles
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def run_quality(source: BeirDataset, translated: BeirDataset, output_dir: Path |
     pairs per field go to the manual-review sample; ``max_items`` scores a seeded subset of at most that many
     pairs per field; ``seed`` makes every sample reproducible.
     """
-    from beirx.translate.similarity import PairEncoder
+    from beirx.translate.quality.pair_encoder import PairEncoder
 
     output_dir = report_dir(translated, output_dir)
     methods = resolve_methods(methods)

@@ -2,7 +2,7 @@
 
 An LLM backend (:mod:`beirx.translate.llm`) validates every answer and, when its retries are used up, writes
 the ``--fallback`` translator's output or the LLM's answer flagged, listing each such record with the LLM's
-rejection reasons in ``translation_flags.jsonl`` beside the data (:mod:`beirx.translate.llm.outcome`). This
+rejection reasons in ``translation_flags.jsonl`` beside the data (:mod:`beirx.translate.output.outcome`). This
 method brings those records into the quality report, so they are flagged, listed and counted with every
 other method's evidence: reason ``llm_fallback`` or ``llm_flagged``, the LLM's reasons under ``details.llm``.
 Always on; without the file (any other backend) it flags nothing. No per-row score.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from beirx.translate.llm.outcome import FALLBACK, FLAGGED, FLAGS_FILE, read_flags
+from beirx.translate.output.outcome import FALLBACK, FLAGGED, FLAGS_FILE, read_flags
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 
 

@@ -10,7 +10,7 @@ LLM backends (``openai``) are priced per token instead (``--llm-price-in/--llm-p
 only known once it arrives, so their cap is enforced while the run goes: the shared client reserves each
 request's worst case against ``--max-cost`` and stops before it could be crossed
 (:class:`beirx.models.llm.UsageMeter`), keeping what was done; their estimate is
-:mod:`beirx.translate.llm.estimate` and their cost is the manifest's ``llm`` record.
+:mod:`beirx.translate.planning.cost_estimate` and their cost is the manifest's ``llm`` record.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from pathlib import Path
 from beirx.errors import BeirxError
 from beirx.progress import postfix, skip
 from beirx.progress import progress as progress_bar
-from beirx.translate.memory import BUSY, CLAIMED, TranslationMemory
-from beirx.translate.planning import Counts, chunks
-from beirx.translate.segment_store import SegmentStore
-from beirx.translate.shards import Shard, batch_key, shard_of
+from beirx.translate.execution.shards import Shard, batch_key, shard_of
+from beirx.translate.planning.dataset_plan import Counts, chunks
+from beirx.translate.planning.segment_store import SegmentStore
+from beirx.translate.translation_memory import BUSY, CLAIMED, TranslationMemory
 
 log = logging.getLogger(__name__)
 

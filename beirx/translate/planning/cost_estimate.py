@@ -1,10 +1,10 @@
 """What an LLM run will cost before it runs (``--dry-run``; ``--max-cost`` is enforced while it runs, as
-:mod:`beirx.translate.budget` says).
+:mod:`beirx.translate.planning.budget` says).
 
-The estimate builds each missing unit's real request (:mod:`.prompts`) and counts its tokens with the backend's
-counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated as ``method``);
-the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a European language
-runs 1-1.3x the English). Retries come on top (each rejected answer costs one more request).
+The estimate builds each missing unit's real request (:mod:`beirx.translate.llm.translation_prompts`) and counts its
+tokens with the backend's counter (the model's tokenizer when ``--model`` is a local folder, else characters / 4, stated
+as ``method``); the answer is estimated at :data:`OUTPUT_RATIO` times the unit's tokens (a translation into a European
+language runs 1-1.3x the English). Retries come on top (each rejected answer costs one more request).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from beirx.models.llm import Usage
 from beirx.models.llm.calls import CHAT_FRAMING_TOKENS
 from beirx.models.llm.engine import Attempts, Unit
-from beirx.translate.llm.units import unmark
+from beirx.translate.planning.document_units import unmark
 
 OUTPUT_RATIO = 1.3
 

@@ -1,10 +1,10 @@
 """Plan a BEIR dataset's segments onto disk (step 1 of :mod:`beirx.translate.pipeline`), and find the units
 whose translation lost a placeholder (step 3).
 
-Records are streamed from disk and cut into segments by the backend's :class:`~beirx.translate.plan.Planner`
-(sentences, or document units for LLM backends); each segment to translate goes into a
-:class:`~beirx.translate.segment_store.SegmentStore`, deduplicated and kept sorted by length then text, so the
-batches cut from it are the same on every run. The run's :class:`Counts` start here.
+Records are streamed from disk and cut into segments by the backend's
+:class:`~beirx.translate.planning.text_plan.Planner` (sentences, or document units for LLM backends); each segment to
+translate goes into a :class:`~beirx.translate.planning.segment_store.SegmentStore`, deduplicated and kept sorted by
+length then text, so the batches cut from it are the same on every run. The run's :class:`Counts` start here.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.errors import BeirxError
 from beirx.translate.backends.base import Translator
-from beirx.translate.llm.outcome import Tally
-from beirx.translate.llm.units import DOCUMENT, QUERY
-from beirx.translate.memory import TranslationMemory
-from beirx.translate.placeholders import resolve_mode, unmask
-from beirx.translate.plan import Part, Planner, lost_placeholders, units
-from beirx.translate.segment_store import SegmentStore
+from beirx.translate.output.outcome import Tally
+from beirx.translate.planning.document_units import DOCUMENT, QUERY
+from beirx.translate.planning.placeholders import resolve_mode, unmask
+from beirx.translate.planning.segment_store import SegmentStore
+from beirx.translate.planning.text_plan import Part, Planner, lost_placeholders, units
+from beirx.translate.translation_memory import TranslationMemory
 
 FIELDS = ("corpus", "queries")
 RECORDS_PER_CHUNK = 256  # records planned (or rendered) per memory lookup when reading the dataset again

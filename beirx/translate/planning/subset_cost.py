@@ -15,7 +15,7 @@ from typing import Any
 
 from beirx.data.dataset import BeirDataset
 from beirx.translate.backends.base import Translator
-from beirx.translate.memory import TranslationMemory
+from beirx.translate.translation_memory import TranslationMemory
 
 log = logging.getLogger(__name__)
 

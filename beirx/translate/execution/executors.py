@@ -1,7 +1,7 @@
 """Who translates the batches: this process, or replicas of the translator on Ray (``--executor ray``).
 
 An executor maps claimed batches ``(key, segments)`` to ``(key, segments, translations)`` in any order
-(:mod:`beirx.translate.work`); the pipeline owns the plan, the memory, leases and commits, so every executor
+(:mod:`beirx.translate.execution.work`); the pipeline owns the plan, the memory, leases and commits, so every executor
 translates exactly the batches a single process would and the output bytes do not depend on the executor. An
 executor may return a batch in parts (``segments`` a subset of the batch's): :class:`StreamingExecutor` returns
 each unit of an LLM backend as soon as it is validated, so it is committed at once and never sent again after a
@@ -14,7 +14,7 @@ import queue
 from collections.abc import Callable
 
 from beirx.translate.backends.base import Translator
-from beirx.translate.work import Done, Executor, Work
+from beirx.translate.execution.work import Done, Executor, Work
 
 
 class LocalExecutor:
@@ -92,7 +92,7 @@ def make_executor(name: str, translator: Translator, factory: Callable[[], Trans
             return StreamingExecutor(translator, translator.units_in_flight)
         return LocalExecutor(translator)
     if name == "ray":
-        from beirx.translate.ray_executor import RayExecutor
+        from beirx.translate.execution.ray_executor import RayExecutor
 
         return RayExecutor(factory, **options)
     from beirx.errors import BeirxError

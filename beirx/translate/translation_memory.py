@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from beirx.sqlite_store import Database, WriteTransaction, connect, select_in
-from beirx.translate.segment_store import pid_alive
+from beirx.translate.planning.segment_store import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from beirx.errors import BeirxError, require
 from beirx.translate.backends.base import Translator
-from beirx.translate.work import Done, Work
+from beirx.translate.execution.work import Done, Work
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ benchmark build, one flag reason each (:data:`REASONS`). Always on; no model.
 
 ``untranslated`` (equal, case and whitespace ignored) and ``near_identical`` (:data:`NEAR_IDENTICAL` of the
 words in order, ``difflib`` ratio over word lists) need a source of two or more words: a gene name may stay as
-is. ``wrong_language`` uses :mod:`beirx.translate.langid`. ``length_ratio`` is a robust z-score of the log
+is. ``wrong_language`` uses :mod:`beirx.translate.quality.langid`. ``length_ratio`` is a robust z-score of the log
 character ratio beyond 3.5 on the field's own distribution (:mod:`~beirx.translate.quality.stats`), which adapts
 to each language pair (Polish runs ~10% longer than English, Chinese far shorter); with fewer than 20 items or
 a zero MAD the fixed bounds 0.5–2.0 apply. ``lost_numbers`` compares digit runs, not numbers, so ``3.5`` →
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from beirx.translate import langid
+from beirx.translate.quality import langid
 from beirx.translate.quality.base import FieldPairs, MethodResult, QualityContext, QualityMethod
 from beirx.translate.quality.stats import ROBUST_Z, robust_z
 

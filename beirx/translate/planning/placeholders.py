@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from beirx.translate.segment import add_segment
+from beirx.translate.planning.segment import add_segment
 
 KINDS = ("url", "email", "number", "code")
 MODES = ("auto", "placeholders", "split", "off")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beirx.errors import BeirxError
-from beirx.translate.memory import segment_hash
+from beirx.translate.translation_memory import segment_hash
 
 
 def batch_key(segments: list[str]) -> str:

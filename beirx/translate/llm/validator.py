@@ -13,8 +13,8 @@ then falls back or flags.
   before this check counts (:func:`beirx.models.llm.engine.cut_or_refused`: every task gets that); here, an
   answer opening like a refusal ("I'm sorry", "As an AI", "Lo siento" ...) when the source does not.
 * A copied source and the wrong language reuse the quality report's checks
-  (:func:`beirx.translate.quality.checks.copy_reason`, :mod:`beirx.translate.langid`, on answers with at least
-  :data:`MIN_LETTERS_FOR_LANGID` letters: shorter ones are not identified reliably).
+  (:func:`beirx.translate.quality.rule_checks.copy_reason`, :mod:`beirx.translate.quality.langid`, on answers with at
+  least :data:`MIN_LETTERS_FOR_LANGID` letters: shorter ones are not identified reliably).
 * Length: ``len(output) / len(source)`` outside :data:`LENGTH_BOUNDS` (sources of at least
   :data:`MIN_CHARS_FOR_RATIO` characters) is ``length_ratio``, or ``answered`` for a query that grew
   beyond the upper bound: a query answered instead of translated. A question whose translation is not a
@@ -35,12 +35,12 @@ from enum import StrEnum
 
 from beirx.models.llm import Reply
 from beirx.models.llm.engine import Reason, Verdict
-from beirx.translate import langid
 from beirx.translate.llm.glossary import Glossary
-from beirx.translate.llm.units import QUERY, lines
-from beirx.translate.placeholders import PLACEHOLDER
-from beirx.translate.quality import checks
-from beirx.translate.segment import split_sentences
+from beirx.translate.planning.document_units import QUERY, lines
+from beirx.translate.planning.placeholders import PLACEHOLDER
+from beirx.translate.planning.segment import split_sentences
+from beirx.translate.quality import langid
+from beirx.translate.quality import rule_checks as checks
 
 
 

@@ -19,10 +19,10 @@ from beirx.data.dataset import BeirDataset
 from beirx.data.records import Doc, Query
 from beirx.provenance import Timer, environment_versions
 from beirx.translate.backends.base import Translator
-from beirx.translate.llm.outcome import FLAGS_FILE, flag_rows, summarise
-from beirx.translate.memory import TranslationMemory
-from beirx.translate.plan import Part, Planner, Unit, lost_placeholders, render, units
-from beirx.translate.planning import FIELDS, RECORDS_PER_CHUNK, Counts, chunks, read_records, record_parts
+from beirx.translate.output.outcome import FLAGS_FILE, flag_rows, summarise
+from beirx.translate.planning.dataset_plan import FIELDS, RECORDS_PER_CHUNK, Counts, chunks, read_records, record_parts
+from beirx.translate.planning.text_plan import Part, Planner, Unit, lost_placeholders, render, units
+from beirx.translate.translation_memory import TranslationMemory
 
 
 def write_dataset(dataset: BeirDataset, output: Path, fields: tuple[str, ...], limit: int | None, planner: Planner,

@@ -31,9 +31,9 @@ from beirx.atomic import atomic_writer
 from beirx.errors import BeirxError
 from beirx.models.llm import LLMRequestError, Reply, TransportError
 from beirx.models.llm.batch_api import DONE, BatchAPI
-from beirx.translate.executors import Done, Work
 from beirx.models.llm.engine import Attempts, Reason, Step, Unit, UnitEngine
-from beirx.translate.llm.units import unmark
+from beirx.translate.execution.executors import Done, Work
+from beirx.translate.planning.document_units import unmark
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ segments and empty texts survive unchanged. Segments without a letter are copied
 translated: there is nothing to translate and NMT models tend to invent text for them.
 
 Sentence-level backends (NMT, Apertium, cloud MT) get sentences. LLM backends get *document units*
-(:mod:`beirx.translate.llm.units`): with a token budget (``unit_tokens``) :meth:`Planner.plan_fields` puts a
-record's title and paragraphs, one per line, into one unit while they fit, and splits only at paragraph,
+(:mod:`beirx.translate.planning.document_units`): with a token budget (``unit_tokens``) :meth:`Planner.plan_fields` puts
+a record's title and paragraphs, one per line, into one unit while they fit, and splits only at paragraph,
 then sentence, boundaries beyond it; each line of such a unit is a :class:`Slice` part of its field.
 """
 
@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from beirx.translate.llm.units import lines, mark
-from beirx.translate.placeholders import PLACEHOLDER, Verbatim, unmask
-from beirx.translate.segment import add_segment, split_long, split_sentences
+from beirx.translate.planning.document_units import lines, mark
+from beirx.translate.planning.placeholders import PLACEHOLDER, Verbatim, unmask
+from beirx.translate.planning.segment import add_segment, split_long, split_sentences
 
 _LETTER = re.compile(r"[^\W\d_]")
 

@@ -1,7 +1,7 @@
 """Translation units of LLM backends: whole queries and documents, marked with their kind.
 
 An LLM keeps a document coherent when it sees all of it, so its unit is a record, not a sentence: a query,
-or a document's title and paragraphs *one per line* (:class:`beirx.translate.plan.Planner` with a token
+or a document's title and paragraphs *one per line* (:class:`beirx.translate.planning.text_plan.Planner` with a token
 budget packs them, and splits only at paragraph, then sentence, boundaries beyond it). The translation must
 have the same lines, which puts the title and each paragraph back in its place.
 

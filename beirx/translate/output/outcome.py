@@ -4,7 +4,7 @@ A backend returns each translation as :class:`Checked`, a ``str`` that also carr
 when the first answer was not accepted, a *note*: ``{"outcome": "retried" | "fallback" | "flagged",
 "reasons": [...], "attempts": n, "written": "llm" | "fallback" | "source"}`` (``reasons``: why the rejected
 answers were rejected; for ``flagged``, what is still wrong with what was written). The pipeline commits the
-note with the translation (:meth:`beirx.translate.memory.TranslationMemory.add`), sums this run's figures
+note with the translation (:meth:`beirx.translate.translation_memory.TranslationMemory.add`), sums this run's figures
 in the manifest (:class:`Tally`), and lists every flagged or fallen-back record of the written dataset in
 ``translation_flags.jsonl`` (:func:`flag_rows`), which ``beirx quality`` folds into ``quality.json``
 (:mod:`beirx.translate.quality.translation_flags`: reasons ``llm_fallback``/``llm_flagged``).

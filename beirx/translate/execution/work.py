@@ -1,8 +1,8 @@
 """What an executor is handed and hands back, shared by every executor.
 
 An executor maps claimed batches ``(key, segments)`` to ``(key, segments, translations)`` in any order
-(:mod:`beirx.translate.executors` in this process, :mod:`beirx.translate.ray_executor` on Ray). The types
-live here, not in either executor's module, so neither imports the other for them.
+(:mod:`beirx.translate.execution.executors` in this process, :mod:`beirx.translate.execution.ray_executor` on Ray). The
+types live here, not in either executor's module, so neither imports the other for them.
 """
 
 from __future__ import annotations
